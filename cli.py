@@ -1,0 +1,157 @@
+"""The `redline` command line. Heavy modules are imported inside each command, so `--help` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="redline", description="Hot code from real profiles, made faster by a verified search.")
+    p.add_argument("--version", action="version", version=f"redline {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    pr = sub.add_parser("profile", help="record a command with py-spy and print its hotspots")
+    pr.add_argument("-o", "--output", type=Path, help="trace file (default .redline/profile-TIME.speedscope.json)")
+    pr.add_argument("--format", choices=("speedscope", "raw"), default="speedscope")
+    pr.add_argument("--rate", type=int, default=100, help="samples per second (default 100)")
+    pr.add_argument("--subprocesses", action="store_true", help="also sample child processes")
+    pr.add_argument("--native", action="store_true", help="include native (C/C++) frames")
+    pr.add_argument("--idle", action="store_true", help="include idle (waiting) threads")
+    pr.add_argument("--top", type=int, default=10)
+    pr.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+    hs = sub.add_parser("hotspots", help="print the hot functions of one or more traces")
+    hs.add_argument("traces", nargs="+", type=Path)
+    hs.add_argument("--root", type=Path, default=Path("."), help="workspace root that trace paths map onto")
+    hs.add_argument("--top", type=int, default=20)
+    hs.add_argument("--json", action="store_true", help="print the JSON document of DESIGN.md")
+
+    op = sub.add_parser("optimise", aliases=["optimize"], help="search for a verified faster version of one function")
+    op.add_argument("target", help="FILE::QUALNAME")
+    op.add_argument("--inputs", help="FILE::FUNC defining make_inputs(seed)")
+    op.add_argument("--budget", type=int, default=None, help="most candidates to evaluate")
+    op.add_argument("--rounds", type=int, default=None, help="most rounds of proposals")
+    op.add_argument("--time-limit", type=float, default=None, help="wall-clock limit for the search, seconds")
+    op.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
+    op.add_argument("--model", default=None, help="model name (default $REDLINE_MODEL)")
+    op.add_argument("--no-builtin", action="store_true", help="do not use the built-in proposers")
+    op.add_argument("--candidates", type=Path, help="directory of candidate files to evaluate")
+    op.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    op.add_argument("--json", dest="json_report", type=Path, help="write the report JSON here")
+    op.add_argument("--apply", action="store_true", help="write the winner into FILE if it is unchanged")
+    op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")
+
+    sub.add_parser("serve", help="the language server on stdio")
+    dm = sub.add_parser("demo", help="profile, show hotspots and optimise the bundled example, offline")
+    dm.add_argument("--workdir", type=Path, default=None, help="where to copy the example (default a temp dir)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handler = {"profile": _profile, "hotspots": _hotspots, "optimise": _optimise, "optimize": _optimise,
+               "serve": _serve, "demo": _demo}[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("redline: interrupted", file=sys.stderr)
+        return 130
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from .profilers import ParseError
+    from .profilers.record import RecordError, default_output, record
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        print("redline profile: give the command after --, e.g. redline profile -- python app.py", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.output or default_output(args.format, Path.cwd())
+    try:
+        rc = record(cmd, out, fmt=args.format, rate=args.rate, subprocesses=args.subprocesses, native=args.native,
+                    idle=args.idle)
+    except RecordError as exc:
+        print(f"redline profile: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    print(f"trace written to {out}")
+    try:
+        _print_table([out], Path.cwd(), args.top)
+    except ParseError as exc:
+        print(f"redline profile: {exc}", file=sys.stderr)
+    return rc
+
+
+def _hotspots(args: argparse.Namespace) -> int:
+    from .profilers import ParseError, report
+
+    try:
+        if args.json:
+            doc = report(list(args.traces), args.root, args.top)
+            print(doc.model_dump_json(indent=2))
+        else:
+            _print_table(list(args.traces), args.root, args.top)
+    except ParseError as exc:
+        print(f"redline hotspots: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _fmt_weight(w: float, unit: str) -> str:
+    if unit == "seconds":
+        return f"{w * 1e3:.1f}ms" if w < 1 else f"{w:.2f}s"
+    return f"{w:g}"
+
+
+def _print_table(traces: list[Any], root: Path, top: int) -> None:
+    from .profilers import report
+
+    doc = report(traces, root, None)
+    for kind in ("cpu", "gpu"):
+        rows = [h for h in doc.hotspots if h.kind == kind][:top]
+        if not rows:
+            continue
+        total = doc.totals.get(kind, 0.0)
+        print(f"\n{kind.upper()} hotspots — total {_fmt_weight(total, doc.unit)} ({doc.unit})")
+        print(f"{'self':>6} {'total':>6} {'self wt':>9}  function (file:line)")
+        for h in rows:
+            where = f"{h.file}:{h.line}" if h.file else "(no source)"
+            extra = ""
+            if h.kernels and kind == "gpu":
+                k = h.kernels[0]
+                extra = f"  [{len(h.kernels)} kernel(s); top {k.name[:40]} x{k.count}]"
+            print(f"{h.self_fraction:6.1%} {h.total_fraction:6.1%} {_fmt_weight(h.self_weight, doc.unit):>9}  "
+                  f"{h.function} ({where}){extra}")
+
+
+def _optimise(args: argparse.Namespace) -> int:
+    from .evaluator.cli import run_optimise
+
+    return run_optimise(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server.main import serve
+
+    serve()
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .evaluator.demo import run_demo
+
+    return run_demo(args.workdir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

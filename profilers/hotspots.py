@@ -1,0 +1,226 @@
+"""Hotspots: per-function self and total shares of a Profile, mapped onto the workspace."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import ROOT, Edge, Frame, Hotspot, KernelUse, LineWeight, Profile, StackWeight, WeightKind
+from .source import Workspace, by_name, enclosing, functions_in
+
+# Kernel metrics shown with a hotspot (Nsight Compute names); the rest stay in the Profile.
+KERNEL_METRICS = ("Duration", "Memory Throughput", "DRAM Throughput", "Compute (SM) Throughput",
+                  "Achieved Occupancy", "Registers Per Thread", "DRAM Bytes", "L2 Hit Rate")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a frame's function lives: display file, qualified name, span, and whether it is user code."""
+
+    file: str
+    function: str
+    line: int
+    end_line: int
+    in_workspace: bool
+
+
+@dataclass
+class _Acc:
+    self_w: float = 0.0
+    total_w: float = 0.0
+    callers: dict[int, float] = field(default_factory=dict)
+    callees: dict[int, float] = field(default_factory=dict)
+    kernels: dict[str, list[float]] = field(default_factory=dict)
+    line_self: dict[int, float] = field(default_factory=dict)
+    line_total: dict[int, float] = field(default_factory=dict)
+
+
+class Resolver:
+    """Turns trace frames into Places, caching per frame."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self._kernels: dict[str, tuple[str, object]] | None = None
+
+    def kernels(self) -> dict[str, tuple[str, object]]:
+        if self._kernels is None:
+            self._kernels = dict(self.ws.triton_kernels())
+        return self._kernels
+
+    def place(self, frame: Frame) -> Place:
+        path: str | None = None
+        if frame.file:
+            path = self.ws.resolve(frame.file)
+            in_ws = path is not None
+            if path is None and os.path.isabs(frame.file) and os.path.isfile(frame.file):
+                path = frame.file
+        else:
+            in_ws = False
+        if frame.kind == "kernel" and path is None:
+            hit = self.kernels().get(frame.name.split("(")[0].strip())
+            if hit is not None:
+                kpath, fn = hit
+                return Place(self.ws.display(kpath), fn.qualname, fn.line, fn.end_line, True)  # type: ignore[attr-defined]
+        if path is not None and frame.kind in ("python", "kernel"):
+            fns = functions_in(path)
+            fn = enclosing(fns, frame.line) if frame.line else None
+            if fn is None or (frame.name not in ("<module>",) and fn.name != frame.name.rsplit(".", 1)[-1]
+                              and frame.line is None):
+                fn = by_name(fns, frame.name) if frame.name != "<module>" else None
+            if fn is not None:
+                return Place(self.ws.display(path), fn.qualname, fn.line, fn.end_line, in_ws)
+            line = frame.line or 1
+            return Place(self.ws.display(path), frame.name, line, line, in_ws)
+        display = self.ws.display(path) if path else (frame.file or "")
+        return Place(display, frame.name, frame.line or 0, frame.line or 0, in_ws)
+
+
+def hotspots(profile: Profile, root: str | Path = ".", workspace: Workspace | None = None) -> list[Hotspot]:
+    """All functions with weight, sorted by self share, then total share (both descending)."""
+    ws = workspace or Workspace(root)
+    resolver = Resolver(ws)
+    place_ids: dict[Place, int] = {}
+    places: list[Place] = []
+    frame_place: list[int] = []
+    for f in profile.frames:
+        place = resolver.place(f)
+        pid = place_ids.get(place)
+        if pid is None:
+            pid = place_ids[place] = len(places)
+            places.append(place)
+        frame_place.append(pid)
+    children: list[list[int]] = [[] for _ in profile.node_frame]
+    roots: list[int] = []
+    for node, parent in enumerate(profile.node_parent):
+        (roots if parent == ROOT else children[parent]).append(node)
+    out: list[Hotspot] = []
+    kinds: tuple[WeightKind, ...] = ("cpu", "gpu")
+    for kind in kinds:
+        table = profile.weights.get(kind)
+        if table:
+            out.extend(_for_kind(profile, ws, places, frame_place, children, roots, kind, table))
+    out.sort(key=lambda h: (-h.self_fraction, -h.total_fraction, h.file, h.function))
+    return out
+
+
+def _for_kind(profile: Profile, ws: Workspace, places: list[Place], frame_place: list[int],
+              children: list[list[int]], roots: list[int], kind: WeightKind,
+              table: dict[int, StackWeight]) -> list[Hotspot]:
+    """One depth-first walk of the call tree: a node's subtree weight counts once per function,
+    line and edge on the path (recursion counts once per sample)."""
+    frames, node_frame, node_parent = profile.frames, profile.node_frame, profile.node_parent
+    n = len(node_frame)
+    sub = [0.0] * n
+    for node, entry in table.items():
+        sub[node] = entry.weight
+    for node in range(n - 1, -1, -1):  # children are created after their parents
+        parent = node_parent[node]
+        if parent != ROOT:
+            sub[parent] += sub[node]
+    total = sum(e.weight for e in table.values())
+    acc: dict[int, _Acc] = {}
+    active: dict[int, int] = {}
+    active_line: dict[tuple[int, int], int] = {}
+    active_edge: dict[tuple[int, int], int] = {}
+    path: list[int] = []  # places on the current path
+    anchor: list[int] = []  # for GPU weight: the deepest workspace node on the path, or -1
+    stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+    while stack:
+        node, entering = stack.pop()
+        f = node_frame[node]
+        p = frame_place[f]
+        line = frames[f].line
+        parent = node_parent[node]
+        q = frame_place[node_frame[parent]] if parent != ROOT else -1
+        if not entering:
+            active[p] -= 1
+            if line:
+                active_line[(p, line)] -= 1
+            if q >= 0 and q != p:
+                active_edge[(q, p)] -= 1
+            path.pop()
+            anchor.pop()
+            continue
+        w = sub[node]
+        if w <= 0 and node not in table:
+            continue
+        stack.append((node, False))
+        a = acc.get(p)
+        if a is None:
+            a = acc[p] = _Acc()
+        if not active.get(p):
+            a.total_w += w
+        active[p] = active.get(p, 0) + 1
+        if line:
+            lk = (p, line)
+            if not active_line.get(lk):
+                a.line_total[line] = a.line_total.get(line, 0.0) + w
+            active_line[lk] = active_line.get(lk, 0) + 1
+        if q >= 0 and q != p:
+            ek = (q, p)
+            if not active_edge.get(ek):
+                acc[q].callees[p] = acc[q].callees.get(p, 0.0) + w
+                a.callers[q] = a.callers.get(q, 0.0) + w
+            active_edge[ek] = active_edge.get(ek, 0) + 1
+        path.append(p)
+        anchor.append(node if places[p].in_workspace else (anchor[-1] if anchor else -1))
+        own = table.get(node)
+        if own is not None:
+            owner = node
+            if kind == "gpu" and anchor[-1] >= 0:
+                owner = anchor[-1]  # GPU time lands on the user code that launched it
+            op = frame_place[node_frame[owner]]
+            oa = acc.get(op) or acc.setdefault(op, _Acc())
+            oa.self_w += own.weight
+            oline = frames[node_frame[owner]].line
+            if oline:
+                oa.line_self[oline] = oa.line_self.get(oline, 0.0) + own.weight
+            if frames[f].kind == "kernel":
+                for up in set(path):
+                    use = acc[up].kernels.setdefault(frames[f].name, [0.0, 0])
+                    use[0] += own.weight
+                    use[1] += own.count
+        for c in reversed(children[node]):
+            stack.append((c, True))
+    line_metrics = _line_metrics(profile, ws)
+    seconds = profile.unit == "seconds"
+    out = []
+    for pid, a in acc.items():
+        place = places[pid]
+        if a.total_w <= 0 and a.self_w <= 0:
+            continue
+        frac = (lambda x: x / total) if total > 0 else (lambda x: 0.0)
+        kernels = [KernelUse(name=name, time_s=t if seconds else 0.0, count=int(c),
+                             metrics={m: v for m, v in profile.kernel_metrics.get(name, {}).items()
+                                      if m in KERNEL_METRICS})
+                   for name, (t, c) in sorted(a.kernels.items(), key=lambda kv: -kv[1][0])]
+        lm = line_metrics.get(place.file, {})
+        lines = [LineWeight(line=ln, self_weight=a.line_self.get(ln, 0.0), total_weight=t, fraction=frac(t),
+                            metrics=lm.get(ln, {}))
+                 for ln, t in a.line_total.items()]
+        lines += [LineWeight(line=ln, self_weight=0.0, total_weight=0.0, fraction=0.0, metrics=lm[ln])
+                  for ln in lm if place.line <= ln <= place.end_line and ln not in a.line_total]
+        lines.sort(key=lambda lw: lw.line)
+        out.append(Hotspot(
+            file=place.file, function=place.function, line=place.line, end_line=place.end_line,
+            self_fraction=frac(a.self_w), total_fraction=frac(a.total_w), self_weight=a.self_w,
+            total_weight=a.total_w, kind=kind,
+            callers=_edges(a.callers, places, frac), callees=_edges(a.callees, places, frac),
+            kernels=kernels, lines=lines))
+    return out
+
+
+def _edges(edges: dict[int, float], places: list[Place], frac: Callable[[float], float]) -> list[Edge]:
+    return [Edge(function=places[p].function, file=places[p].file, fraction=frac(w))
+            for p, w in sorted(edges.items(), key=lambda kv: -kv[1])]
+
+
+def _line_metrics(profile: Profile, ws: Workspace) -> dict[str, dict[int, dict[str, float]]]:
+    out: dict[str, dict[int, dict[str, float]]] = {}
+    for (file, line), metrics in profile.line_metrics.items():
+        path = ws.resolve(file)
+        display = ws.display(path) if path else file
+        out.setdefault(display, {})[line] = metrics
+    return out

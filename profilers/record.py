@@ -1,0 +1,71 @@
+"""`redline profile`: record a command with py-spy, keeping the command's exit status."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+class RecordError(Exception):
+    """py-spy is missing or could not sample the command."""
+
+
+def py_spy() -> str:
+    """Path of the py-spy executable: beside this interpreter first (a venv's bin), then PATH."""
+    local = Path(sys.executable).with_name("py-spy")
+    if local.exists():
+        return str(local)
+    found = shutil.which("py-spy")
+    if found is None:
+        raise RecordError("py-spy is not installed: pip install py-spy")
+    return found
+
+
+def default_output(fmt: str, root: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    ext = "speedscope.json" if fmt == "speedscope" else "txt"
+    return root / ".redline" / f"profile-{stamp}.{ext}"
+
+
+def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 100, subprocesses: bool = False,
+           native: bool = False, idle: bool = False) -> int:
+    """Run `cmd` under py-spy and write the trace to `output`; returns the command's exit status.
+
+    The command is started by redline and py-spy attaches to it by pid, so the command's own
+    exit status is known (py-spy's `record -- CMD` exits 0 whatever the command did).
+    """
+    exe = py_spy()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        child = subprocess.Popen(cmd)
+    except OSError as exc:
+        raise RecordError(f"cannot start {cmd[0]}: {exc.strerror}")
+    args = [exe, "record", "--pid", str(child.pid), "--output", str(output), "--format", fmt, "--rate", str(rate),
+            "--nonblocking"]
+    if subprocesses:
+        args.append("--subprocesses")
+    if native:
+        args.append("--native")
+    if idle:
+        args.append("--idle")
+    sampler_rc, err = 0, b""
+    for _ in range(20):  # the interpreter may not be initialised yet when py-spy first looks
+        sampler = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, err = sampler.communicate()
+        sampler_rc = sampler.returncode
+        if sampler_rc == 0 or child.poll() is not None:
+            break
+        time.sleep(0.05)
+    rc = child.wait()
+    if not output.exists():
+        msg = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise RecordError(f"py-spy wrote no trace (exit {sampler_rc}: {msg[0]})")
+    return rc if rc >= 0 else 128 - rc
+
+
+def is_python_command(cmd: list[str]) -> bool:
+    return bool(cmd) and os.path.basename(cmd[0]).startswith("python")

@@ -1,0 +1,198 @@
+"""Source-side knowledge: function spans from tree-sitter, and trace paths mapped onto a workspace."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".redline", ".mypy_cache",
+              ".ruff_cache", ".pytest_cache", "site-packages", "dist", "build", ".tox"}
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDef:
+    """A `def` in a source file: qualified name as Python spells it, 1-based inclusive lines."""
+
+    qualname: str
+    name: str
+    line: int
+    end_line: int
+    decorators: tuple[str, ...] = ()
+
+    @property
+    def is_triton_kernel(self) -> bool:
+        return any(d.split("(")[0].strip().endswith(("triton.jit", "triton.autotune", "triton.heuristics"))
+                   or d.split("(")[0].strip() in ("jit", "autotune") for d in self.decorators)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    import tree_sitter_python
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_python.language()))
+
+
+def parse_functions(source: bytes) -> list[FunctionDef]:
+    """Every function and method in `source`, outermost first, with Python-style qualnames."""
+    tree = _parser().parse(source)
+    out: list[FunctionDef] = []
+
+    def visit(node: Any, prefix: str, decorators: tuple[str, ...]) -> None:
+        for child in node.children:
+            kind = child.type
+            if kind == "decorated_definition":
+                decs = tuple(source[d.start_byte + 1:d.end_byte].decode("utf-8", "replace").strip()
+                             for d in child.children if d.type == "decorator")
+                definition = child.child_by_field_name("definition")
+                if definition is not None:
+                    handle(definition, prefix, decs, start=child)
+            elif kind in ("function_definition", "class_definition"):
+                handle(child, prefix, (), start=child)
+            elif kind in ("block", "if_statement", "try_statement", "with_statement", "else_clause",
+                          "except_clause", "finally_clause", "elif_clause", "for_statement", "while_statement"):
+                visit(child, prefix, decorators)
+
+    def handle(node: Any, prefix: str, decs: tuple[str, ...], start: Any) -> None:
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return
+        name = source[name_node.start_byte:name_node.end_byte].decode("utf-8", "replace")
+        qual = prefix + name
+        body = node.child_by_field_name("body")
+        if node.type == "function_definition":
+            out.append(FunctionDef(qual, name, node.start_point[0] + 1, node.end_point[0] + 1, decs))
+            if body is not None:
+                visit(body, qual + ".<locals>.", ())
+        elif body is not None:
+            visit(body, qual + ".", ())
+
+    visit(tree.root_node, "", ())
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _functions_cached(path: str, mtime_ns: int, size: int) -> tuple[FunctionDef, ...]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return ()
+    return tuple(parse_functions(data))
+
+
+def functions_in(path: str | Path) -> tuple[FunctionDef, ...]:
+    """Functions of a file on disk (cached until the file changes); empty if unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return _functions_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+def enclosing(functions: tuple[FunctionDef, ...], line: int) -> FunctionDef | None:
+    """The innermost function whose span holds `line`."""
+    best: FunctionDef | None = None
+    for fn in functions:
+        if fn.line <= line <= fn.end_line and (best is None or fn.line >= best.line):
+            best = fn
+    return best
+
+
+def by_name(functions: tuple[FunctionDef, ...], name: str) -> FunctionDef | None:
+    """The function called `name` (qualified, or a dotted suffix of the qualname, or bare)."""
+    for fn in functions:
+        if fn.qualname == name:
+            return fn
+    plain = name.replace(".<locals>", "")
+    for fn in functions:
+        q = fn.qualname.replace(".<locals>", "")
+        if q.endswith("." + plain) or plain.endswith("." + q) or q == plain:
+            return fn
+    for fn in functions:
+        if fn.name == name.rsplit(".", 1)[-1]:
+            return fn
+    return None
+
+
+class Workspace:
+    """Maps the paths a trace names onto files under one root.
+
+    A trace recorded elsewhere names `/home/dev/project/model/kernels.py` or just `kernels.py`;
+    the match is the workspace file sharing the longest path suffix with it (at least the file
+    name), and only when that longest match is unique.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self._by_basename: dict[str, list[tuple[str, ...]]] | None = None
+        self._cache: dict[str, str | None] = {}
+
+    def _index(self) -> dict[str, list[tuple[str, ...]]]:
+        if self._by_basename is None:
+            index: dict[str, list[tuple[str, ...]]] = {}
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+                rel = Path(dirpath).relative_to(self.root).parts
+                for fn in filenames:
+                    if fn.endswith((".py", ".pyx", ".pyi")):
+                        index.setdefault(fn, []).append((*rel, fn))
+            self._by_basename = index
+        return self._by_basename
+
+    def resolve(self, trace_path: str | None) -> str | None:
+        """Absolute path of the workspace file a trace path names, or None."""
+        if not trace_path or trace_path.startswith("<"):
+            return None
+        if trace_path in self._cache:
+            return self._cache[trace_path]
+        found: str | None = None
+        p = Path(trace_path)
+        if p.is_absolute():
+            try:
+                p.resolve().relative_to(self.root)
+                if p.is_file():
+                    found = str(p.resolve())
+            except (ValueError, OSError):
+                found = None
+        if found is None:
+            parts = tuple(x for x in p.parts if x not in ("/", ""))
+            if parts:
+                best_len, best = 0, []
+                for cand in self._index().get(parts[-1], []):
+                    n = 0
+                    while n < min(len(cand), len(parts)) and cand[-1 - n] == parts[-1 - n]:
+                        n += 1
+                    if n > best_len:
+                        best_len, best = n, [cand]
+                    elif n == best_len:
+                        best.append(cand)
+                if len(best) == 1:
+                    found = str(self.root.joinpath(*best[0]))
+        self._cache[trace_path] = found
+        return found
+
+    def display(self, path: str) -> str:
+        """`path` relative to the root when inside it, else unchanged."""
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return path
+
+    def triton_kernels(self) -> dict[str, tuple[str, FunctionDef]]:
+        """`@triton.jit` functions in the workspace by name (only files that mention triton are parsed)."""
+        found: dict[str, tuple[str, FunctionDef]] = {}
+        for rel_paths in self._index().values():
+            for rel in rel_paths:
+                path = self.root.joinpath(*rel)
+                try:
+                    if b"triton" not in path.read_bytes():
+                        continue
+                except OSError:
+                    continue
+                for fn in functions_in(path):
+                    if fn.is_triton_kernel:
+                        found.setdefault(fn.name, (str(path), fn))
+        return found

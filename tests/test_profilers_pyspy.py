@@ -1,0 +1,169 @@
+"""py-spy recordings of real programs, read back through every reader path."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from helpers import TESTS, py_spy_record, redline
+from redline.profilers import read, report
+from redline.profilers.speedscope import read_speedscope
+
+
+def _key(frame: str) -> str:
+    """`name (dir/file.py:12)` -> `name@file.py`"""
+    name, _, where = frame.partition(" (")
+    return name + "@" + where.rstrip(")").split(":")[0].rsplit("/", 1)[-1]
+
+
+def independent_shares(raw: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Self and total share per function name, counted straight from collapsed-stack lines."""
+    self_c: Counter[str] = Counter()
+    total_c: Counter[str] = Counter()
+    n = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack.strip():
+            continue
+        c = int(count)
+        names = [_key(f) for f in stack.split(";")]
+        self_c[names[-1]] += c
+        for name in set(names):
+            total_c[name] += c
+        n += c
+    return {k: v / n for k, v in self_c.items()}, {k: v / n for k, v in total_c.items()}
+
+
+def shares(path: Path, root: Path) -> dict[str, tuple[float, float, int, int]]:
+    out = {}
+    for h in report([path], root).hotspots:
+        out[h.function + "@" + Path(h.file).name] = out[h.function] = (h.self_fraction, h.total_fraction, h.line, h.end_line)
+    return out
+
+
+def test_raw_hotspots_match_an_independent_count(cpu_recordings: dict[str, Path]) -> None:
+    self_ref, total_ref = independent_shares(cpu_recordings["raw"])
+    got = shares(cpu_recordings["raw"], TESTS)
+    for name in ("Grid.relax@cpu_work.py", "checksum@cpu_work.py", "main@cpu_work.py"):
+        assert abs(got[name][0] - self_ref.get(name, 0.0)) < 1e-9, name
+        assert abs(got[name][1] - total_ref[name]) < 1e-9, name
+    assert got["Grid.relax"][0] > 0.4 and got["checksum"][0] > 0.15
+
+
+def test_speedscope_agrees_with_raw_of_the_same_program(cpu_recordings: dict[str, Path]) -> None:
+    self_ref, _ = independent_shares(cpu_recordings["raw"])
+    got = shares(cpu_recordings["speedscope"], TESTS)
+    # two recordings of one program: the same split within sampling noise
+    for name in ("Grid.relax@cpu_work.py", "checksum@cpu_work.py"):
+        assert abs(got[name][0] - self_ref[name]) < 0.1, (name, got[name], self_ref[name])
+    assert got["main@cpu_work.py"][1] > 0.9
+
+
+def test_spans_come_from_tree_sitter(cpu_recordings: dict[str, Path]) -> None:
+    src = (TESTS / "workloads" / "cpu_work.py").read_text().splitlines()
+    for path in cpu_recordings.values():
+        got = shares(path, TESTS)
+        line, end = got["Grid.relax"][2], got["Grid.relax"][3]
+        assert src[line - 1].strip().startswith("def relax")
+        assert src[end - 1].strip() == "return acc"
+        assert src[got["checksum"][2] - 1].startswith("def checksum")
+
+
+def test_nolineno_form_resolves_by_name(cpu_recordings: dict[str, Path]) -> None:
+    got = shares(cpu_recordings["nolineno"], TESTS)
+    assert got["Grid.relax"][0] > 0.4
+    src = (TESTS / "workloads" / "cpu_work.py").read_text().splitlines()
+    assert src[got["checksum"][2] - 1].startswith("def checksum")
+
+
+def test_per_line_weights_point_at_the_loop(cpu_recordings: dict[str, Path]) -> None:
+    spot = next(h for h in report([cpu_recordings["speedscope"]], TESTS).hotspots if h.function == "Grid.relax")
+    src = (TESTS / "workloads" / "cpu_work.py").read_text().splitlines()
+    hottest = max(spot.lines, key=lambda lw: lw.self_weight)
+    assert "for i in range" in src[hottest.line - 1] or "acc +=" in src[hottest.line - 1]
+    assert abs(sum(lw.self_weight for lw in spot.lines) - spot.self_weight) < 1e-9
+
+
+def test_standard_library_time_is_attributed(tmp_path: Path) -> None:
+    trace = py_spy_record(TESTS / "workloads" / "stdlib_work.py", tmp_path / "std.json", "speedscope")
+    spots = report([trace], TESTS).hotspots
+    top = spots[0]
+    assert "json" in top.file and Path(top.file).is_absolute(), top
+    roundtrip = next(h for h in spots if h.function == "roundtrip")
+    assert roundtrip.file == "workloads/stdlib_work.py" and roundtrip.total_fraction > 0.9
+    assert any("json" in c.file for c in roundtrip.callees)
+
+
+def test_subprocesses_give_one_profile_per_process(tmp_path: Path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        f"subprocess.run([sys.executable, {str(TESTS / 'workloads' / 'cpu_work.py')!r}], check=True)\n"
+        f"subprocess.run([sys.executable, {str(TESTS / 'workloads' / 'cpu_work.py')!r}], check=True)\n")
+    trace = py_spy_record(script, tmp_path / "sub.json", "speedscope", extra=("--subprocesses",))
+    doc = json.loads(trace.read_text())
+    assert len({p["name"].split(" Thread")[0] for p in doc["profiles"]}) >= 2
+    got = shares(trace, TESTS)
+    assert got["Grid.relax"][0] > 0.35
+
+
+def test_native_frames_without_files_are_kept(tmp_path: Path) -> None:
+    trace = py_spy_record(TESTS / "workloads" / "stdlib_work.py", tmp_path / "native.json", "speedscope",
+                          extra=("--native",))
+    profile = read_speedscope(trace)
+    assert any(f.kind == "native" for f in profile.frames)
+    assert report([trace], TESTS).hotspots
+
+
+def test_evented_speedscope(tmp_path: Path) -> None:
+    doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
+           "shared": {"frames": [{"name": "main", "file": "app.py", "line": 1}, {"name": "work", "file": "app.py", "line": 4}]},
+           "profiles": [{"type": "evented", "name": "t", "unit": "milliseconds", "startValue": 0, "endValue": 10,
+                         "events": [{"type": "O", "frame": 0, "at": 0}, {"type": "O", "frame": 1, "at": 2},
+                                    {"type": "C", "frame": 1, "at": 8}, {"type": "C", "frame": 0, "at": 10}]}]}
+    (tmp_path / "app.py").write_text("def main():\n    work()\n\ndef work():\n    pass\n")
+    path = tmp_path / "ev.speedscope.json"
+    path.write_text(json.dumps(doc))
+    got = {h.function: h for h in report([path], tmp_path).hotspots}
+    assert abs(got["work"].self_weight - 0.006) < 1e-12 and abs(got["main"].self_weight - 0.004) < 1e-12
+    assert got["work"].self_fraction == 0.6 and got["main"].total_fraction == 1.0
+
+
+def test_several_traces_merge(cpu_recordings: dict[str, Path]) -> None:
+    one = read(cpu_recordings["speedscope"])
+    both = report([cpu_recordings["speedscope"], cpu_recordings["speedscope"]], TESTS)
+    assert abs(both.total_weight - 2 * one.total("cpu")) < 1e-9
+
+
+def test_recursion_counts_once_per_sample(tmp_path: Path) -> None:
+    raw = tmp_path / "rec.txt"
+    raw.write_text("main (app.py:1);f (app.py:3);f (app.py:3);f (app.py:3) 10\nmain (app.py:1) 10\n")
+    (tmp_path / "app.py").write_text("def main():\n    f()\ndef f():\n    f()\n")
+    got = {h.function: h for h in report([raw], tmp_path).hotspots}
+    assert got["f"].total_fraction == 0.5 and got["f"].self_fraction == 0.5
+
+
+def test_profile_command_writes_trace_and_passes_exit_code(tmp_path: Path) -> None:
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\ns = 0\nfor i in range(2_000_000):\n    s += i\nsys.exit(7)\n")
+    res = redline("profile", "--", "python3", str(script), cwd=tmp_path)
+    assert res.returncode == 7, res.stderr
+    traces = list((tmp_path / ".redline").glob("profile-*.speedscope.json"))
+    assert len(traces) == 1 and "fails.py" in res.stdout
+    res = redline("profile", "--format", "raw", "-o", "t.txt", "--", "python3", str(script), cwd=tmp_path)
+    assert res.returncode == 7 and (tmp_path / "t.txt").read_text().strip()
+
+
+def test_hotspots_json_contract(cpu_recordings: dict[str, Path]) -> None:
+    res = redline("hotspots", str(cpu_recordings["speedscope"]), "--root", str(TESTS), "--json", "--top", "3")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert set(doc) >= {"traces", "total_weight", "unit", "hotspots"} and doc["unit"] == "seconds"
+    spots = doc["hotspots"]
+    assert len(spots) == 3
+    assert [s["self_fraction"] for s in spots] == sorted((s["self_fraction"] for s in spots), reverse=True)
+    first = spots[0]
+    assert first["file"] == "workloads/cpu_work.py" and first["function"] == "Grid.relax"
+    assert {"line", "end_line", "total_fraction", "self_weight", "kind", "callers", "callees", "kernels"} <= set(first)
+    assert first["callers"][0]["function"] == "main"
