@@ -1,0 +1,115 @@
+"""`redline optimise`: progress on the terminal, the diff and speedup at the end, exit codes of DESIGN.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from typing import TextIO
+from pathlib import Path
+
+from .loop import Budget, optimise
+from .models import EvalSettings, Report
+from .proposers import Proposer
+from .proposers.builtin import builtin_proposers
+from .proposers.files import FilesProposer
+from .target import Target, TargetError, apply_candidate, load_target
+
+EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
+
+
+class Progress:
+    """A live line on a terminal, plain lines when piped."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream: TextIO = stream or sys.stderr
+        self.tty = self.stream.isatty()
+
+    def __call__(self, event: str, data: dict[str, object]) -> None:
+        out = self.stream
+        if event == "candidate_start":
+            if self.tty:
+                print(f"\r\x1b[2K  round {data['round']}: evaluating {data['id']} ({data['origin']})...", end="",
+                      file=out, flush=True)
+            return
+        if event == "candidate_done":
+            best = data.get("best")
+            best_s = f"{best:.2f}x" if isinstance(best, float) else "none yet"
+            line = (f"  round {data['round']} · {data['tried']} tried · {data['id']}: {data['status']} — "
+                    f"{str(data['reason'])[:160]} · best verified {best_s}")
+            print(("\r\x1b[2K" if self.tty else "") + line, file=out, flush=True)
+        elif event == "proposer_error":
+            print(f"  proposer {data['proposer']} failed: {data['error']}", file=out, flush=True)
+
+
+def build_proposers(args: argparse.Namespace, target: Target) -> list[Proposer]:
+    proposers: list[Proposer] = []
+    if args.candidates:
+        if not args.candidates.is_dir():
+            raise TargetError(f"{args.candidates}: --candidates expects a directory")
+        proposers.append(FilesProposer(args.candidates))
+    if not args.no_builtin:
+        proposers += builtin_proposers()
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if base_url:
+        from .proposers.llm import LLMProposer, LLMSettings
+
+        model = args.model or os.environ.get("REDLINE_MODEL") or "gpt-4o-mini"
+        proposers.append(LLMProposer(LLMSettings(base_url=base_url, model=model)))
+    return proposers
+
+
+def print_summary(report: Report, target: Target) -> None:
+    if report.baseline:
+        b = report.baseline
+        print(f"baseline: median {b.median_s * 1e3:.3f} ms (95% CI {b.ci95_s[0] * 1e3:.3f}-{b.ci95_s[1] * 1e3:.3f}) "
+              f"over {b.runs} calls")
+    counts: dict[str, int] = {}
+    for c in report.candidates:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    print("candidates: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none"))
+    if report.winner is None:
+        print("no candidate was verified faster than the baseline; nothing to apply")
+        return
+    w = report.winner
+    print(f"winner {w.id}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
+    print(w.diff, end="" if w.diff.endswith("\n") else "\n")
+
+
+def run_optimise(args: argparse.Namespace) -> int:
+    try:
+        target = load_target(args.target, args.inputs)
+        proposers = build_proposers(args, target)
+    except TargetError as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not proposers:
+        print("redline optimise: no proposer: give --candidates DIR, an LLM endpoint (--base-url or "
+              "OPENAI_BASE_URL), or drop --no-builtin", file=sys.stderr)
+        return EXIT_INFRA
+    budget = Budget(candidates=args.budget or 12, rounds=args.rounds or 3, wall_s=args.time_limit or 600.0)
+    cancel = threading.Event()
+    progress = Progress()
+    print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
+    try:
+        report = optimise(target, proposers, EvalSettings(device=args.device), budget, progress, cancel)
+    except TargetError as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        cancel.set()
+        print("redline optimise: cancelled", file=sys.stderr)
+        return 130
+    if args.json_report:
+        args.json_report.write_text(report.model_dump_json(indent=2))
+    print_summary(report, target)
+    if args.apply and report.winner:
+        current = Path(target.file).read_text()
+        if current != target.source:
+            print(f"redline optimise: {target.file} changed since the run began; not applied", file=sys.stderr)
+            return EXIT_OK
+        winner = next(c for c in report.candidates if c.id == report.winner.id)
+        Path(target.file).write_text(apply_candidate(target, winner.code))
+        print(f"applied {winner.id} to {target.file}")
+    return EXIT_OK

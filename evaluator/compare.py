@@ -1,0 +1,130 @@
+"""Comparing encoded outputs (from worker.encode) in the harness, with per-dtype tolerances."""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+# (rtol, atol) like torch.testing.assert_close's defaults.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5), "tf32": (1e-3, 1e-5),
+    "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7),
+    "float8_e4m3fn": (1.25e-1, 1e-2), "float8_e5m2": (2.5e-1, 1e-2),
+}
+
+
+class Mismatch(Exception):
+    """Why two outputs differ, in words a reviewer understands."""
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _array(e: dict[str, Any]) -> Any:
+    np = _np()
+    arr = np.frombuffer(base64.b64decode(e["b"]), dtype=np.dtype(e["dtype"]))
+    return arr.reshape(e["shape"])
+
+
+def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    base = TOLERANCES.get(dtype, (0.0, 0.0))
+    return (base[0] if rtol is None else rtol, base[1] if atol is None else atol)
+
+
+def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None, atol: float | None = None) -> None:
+    """Raise Mismatch if `got` is not `ref` within tolerance; types must match exactly."""
+    if ref["t"] != got["t"]:
+        raise Mismatch(f"{where} is a {got['t']}, the reference returns a {ref['t']}")
+    t = ref["t"]
+    if t in ("builtins.list", "builtins.tuple"):
+        if len(ref["v"]) != len(got["v"]):
+            raise Mismatch(f"{where} has {len(got['v'])} items, the reference {len(ref['v'])}")
+        for i, (a, b) in enumerate(zip(ref["v"], got["v"], strict=True)):
+            compare(a, b, f"{where}[{i}]", rtol, atol)
+        return
+    if t == "builtins.dict":
+        if len(ref["v"]) != len(got["v"]):
+            raise Mismatch(f"{where} has {len(got['v'])} keys, the reference {len(ref['v'])}")
+        for (ka, va), (kb, vb) in zip(ref["v"], got["v"], strict=True):
+            compare(ka, kb, f"{where} key", 0.0, 0.0)
+            compare(va, vb, f"{where}[{ka.get('v')!r}]", rtol, atol)
+        return
+    if t == "builtins.float":
+        _floats(float(ref["v"]), float(got["v"]), where, *tolerance("float64", rtol, atol))
+        return
+    if t == "builtins.complex":
+        for part, a, b in zip(("real", "imag"), ref["v"], got["v"], strict=True):
+            _floats(float(a), float(b), f"{where}.{part}", *tolerance("float64", rtol, atol))
+        return
+    if "b" in ref:
+        _arrays(ref, got, where, rtol, atol)
+        return
+    if ref.get("object"):
+        if ref["shape"] != got.get("shape"):
+            raise Mismatch(f"{where} has shape {got.get('shape')}, the reference {ref['shape']}")
+        for i, (a, b) in enumerate(zip(ref["v"], got["v"], strict=True)):
+            compare(a, b, f"{where}.flat[{i}]", rtol, atol)
+        return
+    if ref.get("v") != got.get("v"):
+        raise Mismatch(f"{where} is {_short(got.get('v'))}, the reference {_short(ref.get('v'))}")
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) < 60 else s[:57] + "..."
+
+
+def _floats(a: float, b: float, where: str, rtol: float, atol: float) -> None:
+    if math.isnan(a) or math.isnan(b):
+        if math.isnan(a) != math.isnan(b):
+            raise Mismatch(f"{where} is {b}, the reference {a} (NaN positions differ)")
+        return
+    if math.isinf(a) or math.isinf(b):
+        if a != b:
+            raise Mismatch(f"{where} is {b}, the reference {a} (infinities differ)")
+        return
+    atol = min(atol, abs(a) * rtol) if a != 0 else atol  # a tiny reference must not pass on atol alone
+    if abs(a - b) > atol + rtol * abs(a):
+        raise Mismatch(f"{where} is {b!r}, the reference {a!r} (beyond rtol={rtol:g}, atol={atol:g})")
+
+
+def _arrays(ref: dict[str, Any], got: dict[str, Any], where: str, rtol: float | None, atol: float | None) -> None:
+    np = _np()
+    rd, gd = ref.get("torch_dtype", ref["dtype"]), got.get("torch_dtype", got["dtype"])
+    if rd != gd:
+        raise Mismatch(f"{where} has dtype {gd}, the reference {rd}")
+    if list(ref["shape"]) != list(got["shape"]):
+        raise Mismatch(f"{where} has shape {tuple(got['shape'])}, the reference {tuple(ref['shape'])}")
+    a, b = _array(ref), _array(got)
+    kind = a.dtype.kind
+    if kind in "biuSUV" or kind == "M" or kind == "m":
+        if not np.array_equal(a, b):
+            bad = int(np.sum(a != b))
+            raise Mismatch(f"{where}: {bad} of {a.size} elements differ (exact dtype {rd})")
+        return
+    name = ref.get("torch_dtype") or a.dtype.name
+    r, t = tolerance(name, rtol, atol)
+    an, bn = np.isnan(a), np.isnan(b)
+    if not np.array_equal(an, bn):
+        raise Mismatch(f"{where}: NaN positions differ ({int(np.sum(an != bn))} elements)")
+    ai, bi = np.isinf(a), np.isinf(b)
+    if not np.array_equal(ai, bi) or not np.array_equal(a[ai], b[bi]):
+        raise Mismatch(f"{where}: infinities differ")
+    fin = ~(an | ai)
+    af, bf = a[fin].astype(np.float64), b[fin].astype(np.float64)
+    if af.size == 0:
+        return
+    scale = float(np.max(np.abs(af)))
+    t_eff = min(t, scale * r) if scale > 0 else t  # a tiny reference must not pass on atol alone
+    err = np.abs(af - bf)
+    bad = err > t_eff + r * np.abs(af)
+    if bad.any():
+        i = int(np.argmax(err - (t_eff + r * np.abs(af))))
+        rel = float(err[i] / abs(af[i])) if af[i] != 0 else float("inf")
+        raise Mismatch(f"{where}: {int(bad.sum())} of {af.size} elements beyond {name} tolerance "
+                       f"(rtol={r:g}, atol={t_eff:g}); worst {float(bf[i])!r} vs {float(af[i])!r}, "
+                       f"abs err {float(err[i]):.3g}, rel err {rel:.3g}")

@@ -1,0 +1,166 @@
+"""The optimise loop: propose, evaluate, keep an archive, stop on budget, plateau or cancel."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .evaluate import Evaluator
+from .models import CandidateResult, Cost, EvalSettings, Report, TargetInfo, Winner
+from .proposers import Context, Proposal, Proposer
+from .target import Target, apply_candidate
+
+ProgressFn = Callable[[str, dict[str, object]], None]
+
+
+@dataclass
+class Budget:
+    candidates: int = 12
+    rounds: int = 3
+    wall_s: float = 600.0
+    tokens: int = 200_000
+    plateau_rounds: int = 2
+
+
+class Archive:
+    """The best verified candidates and one representative per approach (diversity)."""
+
+    def __init__(self) -> None:
+        self.results: list[CandidateResult] = []
+
+    def add(self, r: CandidateResult) -> None:
+        self.results.append(r)
+
+    @property
+    def verified(self) -> list[CandidateResult]:
+        return sorted((r for r in self.results if r.status == "ok"), key=lambda r: -(r.speedup or 0))
+
+    @property
+    def best(self) -> CandidateResult | None:
+        v = self.verified
+        return v[0] if v else None
+
+    def diverse(self, k: int = 4) -> list[CandidateResult]:
+        seen: dict[str, CandidateResult] = {}
+        for r in sorted(self.results, key=lambda r: -(r.speedup or 0)):
+            if r.status in ("ok", "not_faster") and r.approach not in seen:
+                seen[r.approach] = r
+        return list(seen.values())[:k]
+
+
+def unified_diff(target: Target, new_source: str) -> str:
+    name = target.file.name
+    return "".join(difflib.unified_diff(target.source.splitlines(keepends=True), new_source.splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}"))
+
+
+def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
+             budget: Budget | None = None, progress: ProgressFn | None = None,
+             cancel: threading.Event | None = None, runs_dir: Path | None = None,
+             evaluator: Evaluator | None = None) -> Report:
+    """Run the search on one target and return the report (nothing is written to the target)."""
+    settings = settings or EvalSettings()
+    budget = budget or Budget()
+    cancel = cancel or threading.Event()
+    say = progress or (lambda event, data: None)
+    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    run_dir = (runs_dir or target.project_root / ".redline" / "runs") / run_id
+    (run_dir / "candidates").mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    ev = evaluator or Evaluator(target, settings)
+    archive = Archive()
+    tokens = 0
+    stale = 0
+    notes: list[str] = []
+    try:
+        for round_ in range(1, budget.rounds + 1):
+            if cancel.is_set():
+                notes.append("cancelled")
+                break
+            ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best)
+            proposals: list[Proposal] = []
+            for p in proposers:
+                try:
+                    proposals += p.propose(ctx)
+                except Exception as exc:  # one proposer failing must not end the run
+                    notes.append(f"{p.name} failed in round {round_}: {exc}")
+                    say("proposer_error", {"proposer": p.name, "error": str(exc)})
+            if not proposals:
+                break
+            best_before = archive.best.speedup if archive.best else 0.0
+            for prop in proposals:
+                tokens += prop.tokens
+                if cancel.is_set() or len(archive.results) >= budget.candidates or tokens > budget.tokens \
+                        or time.monotonic() - started > budget.wall_s:
+                    break
+                cid = f"c{len(archive.results) + 1}"
+                say("candidate_start", {"id": cid, "origin": prop.origin, "round": round_})
+                result = ev.evaluate(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach)
+                archive.add(result)
+                _log(run_dir, result, prop)
+                best = archive.best
+                say("candidate_done", {"id": cid, "status": result.status, "reason": result.reason,
+                                       "speedup": result.speedup, "tried": len(archive.results),
+                                       "best": best.speedup if best else None, "round": round_})
+            if cancel.is_set():
+                notes.append("cancelled")
+                break
+            if len(archive.results) >= budget.candidates or time.monotonic() - started > budget.wall_s:
+                break
+            best_now = archive.best.speedup if archive.best else 0.0
+            stale = stale + 1 if (best_now or 0) <= (best_before or 0) * 1.01 else 0
+            if stale >= budget.plateau_rounds:
+                notes.append(f"stopped on a plateau after round {round_}")
+                break
+    finally:
+        if evaluator is None:
+            ev.close()
+    best = archive.best
+    winner = None
+    if best is not None and best.speedup and best.speedup_ci95:
+        winner = Winner(id=best.id, speedup=best.speedup, speedup_ci95=best.speedup_ci95,
+                        diff=unified_diff(target, apply_candidate(target, best.code)))
+    n = len(archive.results)
+    report = Report(
+        target=TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line, end_line=target.fn.end_line),
+        device=settings.device, isolation=ev.isolation, baseline=ev.baseline.interval(), candidates=archive.results,
+        winner=winner, run_id=run_id, notes=notes,
+        cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,
+                  accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0))
+    (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
+    (run_dir / "report.md").write_text(markdown(report))
+    return report
+
+
+def _log(run_dir: Path, result: CandidateResult, prop: Proposal) -> None:
+    (run_dir / "candidates" / f"{result.id}.py").write_text(prop.code)
+    if prop.prompt or prop.reply:
+        (run_dir / "candidates" / f"{result.id}.prompt.txt").write_text(prop.prompt)
+        (run_dir / "candidates" / f"{result.id}.reply.txt").write_text(prop.reply)
+    with (run_dir / "results.jsonl").open("a") as fh:
+        fh.write(json.dumps(result.model_dump(exclude={"code"})) + "\n")
+
+
+def markdown(report: Report) -> str:
+    lines = [f"# redline: {report.target.function} ({report.target.file})", ""]
+    if report.baseline:
+        lines.append(f"Baseline median {report.baseline.median_s * 1e3:.3f} ms over {report.baseline.runs} calls; "
+                     f"isolation: {report.isolation}.")
+    lines += ["", "| id | origin | status | speedup | reason |", "|---|---|---|---|---|"]
+    for c in report.candidates:
+        sp = f"{c.speedup:.2f}x" if c.speedup else ""
+        lines.append(f"| {c.id} | {c.origin} | {c.status} | {sp} | {c.reason.replace('|', '/')} |")
+    lines.append("")
+    if report.winner:
+        w = report.winner
+        lines += [f"**Winner {w.id}: {w.speedup:.2f}x** (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})", "",
+                  "```diff", w.diff.rstrip(), "```"]
+    else:
+        lines.append("No candidate was verified faster than the baseline.")
+    return "\n".join(lines) + "\n"

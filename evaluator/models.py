@@ -1,0 +1,101 @@
+"""Boundary types of the evaluator: settings, stage results, the report (DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["ok", "not_faster", "build_error", "incorrect", "timeout", "crashed", "rejected_exploit",
+                 "infra_error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Limits(_Model):
+    """Resource limits for one sandboxed worker process."""
+
+    wall_s: float = Field(60.0, description="wall-clock deadline per request; the process group is killed at it")
+    cpu_s: int = Field(600, description="CPU-time limit (RLIMIT_CPU) for the worker")
+    memory_mb: int = Field(8192, description="address-space limit (RLIMIT_AS) in MiB")
+    file_mb: int = Field(256, description="largest file a worker may write (RLIMIT_FSIZE) in MiB")
+    processes: int = Field(256, description="most processes for the worker's user (RLIMIT_NPROC; not applied as root)")
+
+
+class EvalSettings(_Model):
+    """How candidates are checked and timed."""
+
+    device: Literal["cpu", "cuda"] = "cpu"
+    check_seeds: int = Field(4, description="fresh seeds the correctness gate runs")
+    threshold: float = Field(0.05, description="a winner must be at least this much faster (0.05 = 5%)")
+    time_budget_s: float = Field(1.0, description="timing time per candidate, both sides together")
+    min_rounds: int = Field(6, description="fewest interleaved baseline/candidate timing rounds")
+    batch_s: float = Field(0.02, description="target duration of one timed batch")
+    rtol: float | None = Field(None, description="relative tolerance override (default per dtype)")
+    atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
+    limits: Limits = Limits()
+    isolation: Literal["auto", "bwrap", "process"] = Field(
+        "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")
+
+
+class Interval(_Model):
+    median_s: float
+    ci95_s: tuple[float, float]
+    runs: int
+
+
+class CandidateResult(_Model):
+    """One candidate's journey through build, gate and timing."""
+
+    id: str
+    origin: str
+    round: int = 0
+    parent: str | None = None
+    status: Status
+    reason: str = ""
+    median_s: float | None = None
+    ci95_s: tuple[float, float] | None = None
+    speedup: float | None = None
+    speedup_ci95: tuple[float, float] | None = None
+    baseline_median_s: float | None = None
+    code: str = ""
+    error_tail: str = ""
+    cpu_s: float | None = None
+    approach: str = ""
+
+
+class Winner(_Model):
+    id: str
+    speedup: float
+    speedup_ci95: tuple[float, float]
+    diff: str
+
+
+class TargetInfo(_Model):
+    file: str
+    function: str
+    line: int
+    end_line: int = 0
+
+
+class Cost(_Model):
+    wall_s: float = 0.0
+    candidates: int = 0
+    tokens: int = 0
+    accepted_rate: float = 0.0
+
+
+class Report(_Model):
+    """The optimise report (`--json REPORT`)."""
+
+    target: TargetInfo
+    device: str
+    isolation: str
+    baseline: Interval | None
+    candidates: list[CandidateResult]
+    winner: Winner | None
+    cost: Cost = Cost()
+    run_id: str = ""
+    notes: list[str] = []

@@ -1,0 +1,285 @@
+"""Running untrusted code: one execution-backend interface, and the local subprocess backend.
+
+Each worker runs in its own session and process group, in a scratch directory, with rlimits and
+a secrets-free environment. Where bubblewrap (`bwrap`) exists, the worker also gets its own
+network namespace (no network), PID namespace (everything it starts dies with it, setsid or
+not) and a read-only view of the filesystem except its scratch directory. Requests have
+wall-clock deadlines; at a deadline the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from .models import Limits
+
+WORKER = Path(__file__).with_name("worker.py")
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|^OPENAI_|^ANTHROPIC_|^AWS_|"
+                     r"^AZURE_|^GOOGLE_|^GH_|^GITHUB_|^HF_|^HUGGING", re.I)
+
+
+class WorkerDied(Exception):
+    """The worker exited (or was killed) before replying."""
+
+    def __init__(self, message: str, returncode: int | None, stderr_tail: str) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+class WorkerTimeout(Exception):
+    """A request passed its deadline; the worker's process group has been killed."""
+
+
+def clean_env(extra: dict[str, str] | None = None, scratch: str = "/tmp") -> dict[str, str]:
+    """The parent's environment without anything that looks like a secret."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    env.update({"HOME": scratch, "TMPDIR": scratch, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+                "PYTHONHASHSEED": "0", "NUMBA_CACHE_DIR": scratch})
+    env.pop("PYTHONSTARTUP", None)
+    env.update(extra or {})
+    return env
+
+
+def bwrap_path() -> str | None:
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    probe = subprocess.run([path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+                            "--unshare-pid", "--die-with-parent", "true"], capture_output=True, timeout=10)
+    return path if probe.returncode == 0 else None
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its descendants, read from /proc."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    stack = [pid]
+    seen = set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in os.listdir(f"/proc/{p}/task"):
+                kids = Path(f"/proc/{p}/task/{task}/children").read_text().split()
+                stack.extend(int(k) for k in kids)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class Worker:
+    """A running sandboxed worker: send a request, get its validated JSON reply."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], reply_fd: int, scratch: Path, stderr_path: Path,
+                 isolation: str) -> None:
+        self.proc = proc
+        self._reply_fd = reply_fd
+        self._buf = b""
+        self.scratch = scratch
+        self.stderr_path = stderr_path
+        self.isolation = isolation
+
+    def cpu_seconds(self) -> float:
+        return tree_cpu_seconds(self.proc.pid)
+
+    def stderr_tail(self, n: int = 3000) -> str:
+        try:
+            data = self.stderr_path.read_bytes()[-n:]
+        except OSError:
+            return ""
+        return data.decode("utf-8", "replace")
+
+    def send(self, obj: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # reported by read_reply as a dead worker
+
+    def read_reply(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerTimeout(f"no reply within {timeout:.1f}s")
+            ready, _, _ = select.select([self._reply_fd], [], [], min(left, 0.5))
+            if not ready:
+                if self.proc.poll() is not None:
+                    self._died()
+                continue
+            chunk = os.read(self._reply_fd, 1 << 20)
+            if not chunk:
+                self._died()
+            self._buf += chunk
+            if len(self._buf) > 512 << 20:
+                self.kill()
+                raise WorkerDied("reply larger than 512 MiB", None, "")
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except json.JSONDecodeError:
+            self.kill()
+            raise WorkerDied("the worker's reply channel carried something that is not a reply", None,
+                             self.stderr_tail())
+        if not isinstance(reply, dict):
+            raise WorkerDied("malformed reply", None, self.stderr_tail())
+        return reply
+
+    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.send(obj)
+        return self.read_reply(timeout)
+
+    def _died(self) -> None:
+        try:
+            rc = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        self.kill()
+        raise WorkerDied(f"exited with code {rc} before replying", rc, self.stderr_tail())
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group (and, under bwrap, its PID namespace)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group outlives its leader: kill it regardless
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        _LIVE.discard(self.proc.pid)
+        _reap_orphans()
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            os.close(self._reply_fd)
+        except OSError:
+            pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+_LIVE: set[int] = set()  # pids of the workers this process started and has not closed
+_SUBREAPER = False
+
+
+def _reap_orphans() -> None:
+    """As a child subreaper, processes that escaped a worker's group become ours: kill and reap them."""
+    if not _SUBREAPER:
+        return
+    try:
+        kids = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    except OSError:
+        return
+    for k in kids:
+        pid = int(k)
+        if pid in _LIVE:
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"REDLINE_SANDBOXED=1" in cmd:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError, PermissionError):
+                pass
+
+
+def _become_subreaper() -> None:
+    global _SUBREAPER
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _SUBREAPER = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+class ExecutionBackend(ABC):
+    """Where workers run. The local backend is below; a Ray backend plugs in behind the same calls."""
+
+    isolation: str
+
+    @abstractmethod
+    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker: ...
+
+
+class LocalBackend(ExecutionBackend):
+    """Workers as local subprocesses, under bwrap when it works here."""
+
+    def __init__(self, isolation: str = "auto") -> None:
+        self._bwrap = bwrap_path() if isolation in ("auto", "bwrap") else None
+        if isolation == "bwrap" and self._bwrap is None:
+            raise RuntimeError("bubblewrap (bwrap) was asked for but does not work here")
+        self.isolation = "bwrap (net, pid, mount namespaces; read-only filesystem)" if self._bwrap else \
+            "process (own session and process group, rlimits, audit hook; no network namespace)"
+        if self._bwrap is None:
+            _become_subreaper()
+
+    @property
+    def has_namespaces(self) -> bool:
+        return self._bwrap is not None
+
+    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
+        scratch = Path(tempfile.mkdtemp(prefix="redline-cand-"))
+        read_fd, write_fd = os.pipe()
+        spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
+        stderr_path = scratch / ".stderr"
+        cmd = [python, "-X", "utf8", str(WORKER)]
+        if self._bwrap:
+            # /tmp is private to the worker; the project (which may itself live under /tmp) is
+            # bound back read-only, then the scratch directory read-write.
+            visible = []
+            for path in sorted({str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}):
+                visible += ["--ro-bind-try", path, path]
+            cmd = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                   *visible, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
+                   "--die-with-parent", "--chdir", str(scratch), *cmd]
+
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+            mem = limits.memory_mb << 20
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            fsize = limits.file_mb << 20
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if os.getuid() != 0:
+                resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+
+        with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=[write_fd],
+                                    cwd=scratch, env=clean_env({"REDLINE_SANDBOXED": "1"}, str(scratch)),
+                                    start_new_session=True, preexec_fn=limit)
+        os.close(write_fd)
+        _LIVE.add(proc.pid)
+        worker = Worker(proc, read_fd, scratch, stderr_path, self.isolation)
+        worker.send(spec)
+        return worker
+
+
+def default_python() -> str:
+    return sys.executable

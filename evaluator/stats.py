@@ -1,0 +1,63 @@
+"""Small, tested statistics: medians, bootstrap intervals of a median ratio."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+
+def median(xs: Sequence[float]) -> float:
+    if not xs:
+        raise ValueError("median of nothing")
+    s = sorted(xs)
+    n = len(s)
+    mid = n // 2
+    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile, q in [0, 1]."""
+    s = sorted(xs)
+    if not s:
+        raise ValueError("quantile of nothing")
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def median_ci(xs: Sequence[float], resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% bootstrap interval of the median."""
+    rng = random.Random(seed)
+    n = len(xs)
+    meds = [median([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
+    return quantile(meds, 0.025), quantile(meds, 0.975)
+
+
+def speedup_ci(base_rounds: Sequence[Sequence[float]], cand_rounds: Sequence[Sequence[float]],
+               resamples: int = 1000, seed: int = 0) -> tuple[float, tuple[float, float]]:
+    """Speedup (median baseline time / median candidate time) and its 95% interval.
+
+    Rounds are resampled as pairs (a block bootstrap), so the drift that interleaving cancels
+    stays cancelled inside every resample.
+    """
+    if len(base_rounds) != len(cand_rounds) or not base_rounds:
+        raise ValueError("need the same, non-zero number of baseline and candidate rounds")
+    point = median([t for r in base_rounds for t in r]) / median([t for r in cand_rounds for t in r])
+    rng = random.Random(seed)
+    k = len(base_rounds)
+    ratios = []
+    for _ in range(resamples):
+        picks = [rng.randrange(k) for _ in range(k)]
+        b = [t for i in picks for t in base_rounds[i]]
+        c = [t for i in picks for t in cand_rounds[i]]
+        ratios.append(median(b) / median(c))
+    return point, (quantile(ratios, 0.025), quantile(ratios, 0.975))
+
+
+def geomean(xs: Sequence[float]) -> float:
+    """Geometric mean, computed in log space."""
+    if not xs or any(x <= 0 for x in xs):
+        raise ValueError("geometric mean needs positive values")
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))

@@ -1,0 +1,169 @@
+"""What is being optimised: `FILE::QUALNAME`, its source span, its inputs, its project."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from redline.profilers.source import FunctionDef, parse_functions
+
+
+class TargetError(Exception):
+    """The target or its inputs cannot be used (CLI exit 2)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    file: Path
+    qualname: str
+    fn: FunctionDef
+    source: str  # the whole file, as read when the run began
+    project_root: Path
+    inputs_file: Path
+    inputs_func: str
+    kernelbench: bool
+
+    @property
+    def function_source(self) -> str:
+        lines = self.source.splitlines(keepends=True)
+        return "".join(lines[self.fn.line - 1:self.fn.end_line])
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    @property
+    def module_name(self) -> str:
+        try:
+            rel = self.file.relative_to(self.project_root).with_suffix("")
+            return ".".join(rel.parts)
+        except ValueError:
+            return self.file.stem
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+def project_root(file: Path) -> Path:
+    """The nearest folder above `file` with pyproject.toml, setup.py, redline.toml or .git; else its folder."""
+    for parent in file.parents:
+        if any((parent / m).exists() for m in ("pyproject.toml", "setup.py", "setup.cfg", "redline.toml", ".git")):
+            return parent
+    return file.parent
+
+
+def load_target(spec: str, inputs: str | None = None) -> Target:
+    """Parse `FILE::QUALNAME` (and `--inputs FILE::FUNC`) into a Target, or raise TargetError."""
+    if "::" not in spec:
+        raise TargetError(f"{spec}: expected FILE::QUALNAME, e.g. app.py::smooth or model.py::Model.forward")
+    file_part, qual = spec.rsplit("::", 1)
+    file = Path(file_part).resolve()
+    if not file.is_file():
+        raise TargetError(f"{file_part}: no such file")
+    try:
+        source = file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"{file_part}: cannot read ({exc})")
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        raise TargetError(f"{file_part}:{exc.lineno}: the file does not parse ({exc.msg})")
+    fns = parse_functions(source.encode())
+    fn = next((f for f in fns if f.qualname == qual), None)
+    if fn is None:
+        known = ", ".join(f.qualname for f in fns[:12])
+        raise TargetError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
+    kernelbench = bool(re.search(r"^def get_inputs\(", source, re.M)) and qual.split(".")[0] == "Model"
+    if inputs:
+        if "::" not in inputs:
+            raise TargetError(f"{inputs}: expected FILE::FUNC for --inputs")
+        ifile, ifunc = inputs.rsplit("::", 1)
+        inputs_file = Path(ifile).resolve()
+        if not inputs_file.is_file():
+            raise TargetError(f"{ifile}: no such file (--inputs)")
+        if not re.search(rf"^def {re.escape(ifunc)}\(", inputs_file.read_text(), re.M):
+            raise TargetError(f"{ifile}: no top-level function {ifunc}() (--inputs)")
+    else:
+        inputs_file, ifunc = file, "make_inputs"
+        if not kernelbench and not re.search(r"^def make_inputs\(", source, re.M):
+            raise TargetError(f"{file_part}: define make_inputs(seed) returning the arguments of {qual}, "
+                              "or pass --inputs FILE::FUNC")
+    return Target(file, qual, fn, source, project_root(file), inputs_file, ifunc, kernelbench)
+
+
+def extract_code(reply: str) -> str | None:
+    """The first fenced ```python block of an LLM reply (DESIGN.md), else None."""
+    m = re.search(r"```(?:python|py)[^\n]*\n(.*?)```", reply, re.S)
+    return textwrap.dedent(m.group(1)) if m else None
+
+
+def imports_of(code: str) -> list[str]:
+    """Top-level module names a candidate imports (the harness imports them before the sandbox hook)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return sorted(set(names))
+
+
+def check_candidate(code: str, target: Target) -> str | None:
+    """Why a candidate cannot even be built (syntax, missing function), or None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"syntax error at line {exc.lineno}: {exc.msg}"
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if target.name not in names:
+        return f"the code does not define {target.name}() at top level"
+    return None
+
+
+def apply_candidate(target: Target, code: str) -> str:
+    """The target file with the function replaced by the candidate (new imports go to the top)."""
+    lines = target.source.splitlines(keepends=True)
+    start, end = target.fn.line - 1, target.fn.end_line
+    first = lines[start]
+    indent = first[:len(first) - len(first.lstrip())]
+    tree = ast.parse(code)
+    code_lines = code.splitlines(keepends=True)
+    imports, body = [], []
+    for node in tree.body:
+        seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if seg.strip() not in target.source:
+                imports.append(seg if seg.endswith("\n") else seg + "\n")
+        else:
+            body.append(seg)
+    replacement = "\n\n".join(b.rstrip("\n") for b in body) + "\n"
+    if indent:
+        replacement = textwrap.indent(replacement, indent)
+    new = [*lines[:start], replacement, *lines[end:]]
+    if imports:
+        at = _after_imports(target.source)
+        new = new[:at] + imports + new[at:]
+    return "".join(new)
+
+
+def _after_imports(source: str) -> int:
+    tree = ast.parse(source)
+    last = 0
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last = node.end_lineno or last
+        elif isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and last == 0:
+            last = node.end_lineno or 0
+        else:
+            break
+    return last

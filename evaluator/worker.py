@@ -1,0 +1,388 @@
+"""The process that runs reference or candidate code, inside the sandbox.
+
+A standalone script (stdlib only at import; numpy / torch only if the target uses them), run with
+the user's interpreter. It reads a spec and then requests as JSON lines on stdin and writes one
+JSON reply per request to the file descriptor named in the spec. Everything the harness relies
+on (timer, encoder, checks) is bound here *before* any user or candidate code is imported, and
+an audit hook that user code cannot remove records and blocks what candidates must not do.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import gc
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+from typing import Any
+
+_perf = time.perf_counter_ns
+_type = type
+_isinstance = isinstance
+_len = len
+_json_dumps = json.dumps
+_b64 = base64.b64encode
+_watched = {("time", "perf_counter"): time.perf_counter, ("time", "perf_counter_ns"): time.perf_counter_ns,
+            ("time", "monotonic"): time.monotonic, ("time", "monotonic_ns"): time.monotonic_ns,
+            ("time", "process_time"): time.process_time, ("time", "time"): time.time,
+            ("gc", "collect"): gc.collect, ("json", "dumps"): json.dumps}
+_violations: list[str] = []
+_hook_on = False
+_in_hook = False
+_scratch = ""
+_allow_processes = False
+_SECRET_PARTS = ("/.ssh", "/.aws", "/.gnupg", "/.netrc", "/.config/gcloud", "/.docker/config", "/.git-credentials",
+                 "/etc/shadow", "/.env", "/.pypirc", "/.kube/config")
+_MAX_INLINE = 64 << 20
+
+
+def _violation(msg: str) -> None:
+    if msg not in _violations:
+        _violations.append(msg)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    global _in_hook
+    if not _hook_on or _in_hook:
+        return
+    _in_hook = True
+    try:
+        _check(event, args)
+    finally:
+        _in_hook = False
+
+
+def _called_from_candidate() -> bool:
+    """Whether the Python code that raised the current event is the candidate's own."""
+    frame = sys._getframe(2).f_back  # 0: here, 1: _check, 2: _audit; its caller raised the event
+    return frame is not None and frame.f_code.co_filename == "<candidate>"
+
+
+def _check(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open":
+        path, mode, flags = args[0], args[1], args[2]
+        if _isinstance(path, int):
+            return
+        p = os.fsdecode(path) if _isinstance(path, (str, bytes)) else str(path)
+        full = os.path.abspath(p)
+        writing = (mode and any(c in str(mode) for c in "wax+")) or (flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        if any(part in full for part in _SECRET_PARTS):
+            _violation(f"read a secrets file ({full})")
+            raise PermissionError(f"redline sandbox: {full} is off limits")
+        if writing and not (full.startswith(_scratch) or full.startswith("/dev/")):
+            _violation(f"wrote outside the scratch directory ({full})")
+            raise PermissionError(f"redline sandbox: writing {full} is not allowed")
+    elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
+        _violation("tried to reach the network")
+        raise PermissionError("redline sandbox: no network")
+    elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+                   "os.forkpty") and not _allow_processes:
+        _violation(f"started a process ({event})")
+        raise PermissionError("redline sandbox: starting processes is not allowed")
+    elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
+                   "ctypes.addressof", "ctypes.call_function") and not _allow_processes \
+            and _called_from_candidate():
+        _violation(f"used ctypes to reach raw memory or native code ({event})")
+        raise PermissionError("redline sandbox: ctypes is not allowed in candidates")
+    elif event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
+        _violation(f"inspected the garbage collector ({event})")
+        raise PermissionError("redline sandbox: gc introspection is not allowed")
+    elif event == "sys._getframe":
+        frame = args[0] if args else None
+        code = getattr(frame, "f_code", None)
+        if code is not None and code.co_filename == __file__:
+            _violation("inspected the harness's stack frames")
+            raise PermissionError("redline sandbox: the harness's frames are off limits")
+
+
+# ---------------------------------------------------------------- values
+def encode(value: Any, depth: int = 0) -> Any:
+    """A JSON-able, exact description of a value: its exact type and its contents."""
+    if depth > 50:
+        raise ValueError("value nested too deeply")
+    t = _type(value)
+    name = f"{t.__module__}.{t.__qualname__}"
+    if value is None or t in (bool, int, str):
+        return {"t": name, "v": value}
+    if t is float:
+        return {"t": name, "v": repr(value)}
+    if t is complex:
+        return {"t": name, "v": [repr(value.real), repr(value.imag)]}
+    if t is bytes:
+        return {"t": name, "v": _b64(value).decode()}
+    if t in (list, tuple):
+        return {"t": name, "v": [encode(v, depth + 1) for v in value]}
+    if t is dict:
+        return {"t": name, "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    np = sys.modules.get("numpy")
+    if np is not None and t is np.ndarray:
+        arr = np.ascontiguousarray(value)
+        if arr.dtype.hasobject:
+            return {"t": name, "object": True, "shape": list(arr.shape),
+                    "v": [encode(v, depth + 1) for v in arr.ravel().tolist()]}
+        data = arr.tobytes()
+        if _len(data) > _MAX_INLINE:
+            raise ValueError("output larger than 64 MiB")
+        return {"t": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "b": _b64(data).decode()}
+    if np is not None and _isinstance(value, np.generic) and t.__module__ == "numpy":
+        return {"t": name, "dtype": value.dtype.str, "shape": [], "b": _b64(value.tobytes()).decode()}
+    torch = sys.modules.get("torch")
+    if torch is not None and t is torch.Tensor:
+        cpu = value.detach().to("cpu")
+        dtype = str(value.dtype).replace("torch.", "")
+        if cpu.dtype in (torch.bfloat16, torch.float16) or dtype.startswith("float8"):
+            cpu = cpu.float()
+        arr = cpu.contiguous().numpy()
+        return {"t": name, "dtype": arr.dtype.str, "torch_dtype": dtype, "shape": list(arr.shape),
+                "b": _b64(arr.tobytes()).decode()}
+    raise TypeError(f"outputs of type {name} cannot be compared; return arrays, tensors or plain Python values")
+
+
+def buffers(value: Any) -> list[Any]:
+    """Array-like buffers inside a value (to detect aliasing)."""
+    out: list[Any] = []
+    np = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = _type(v)
+        if t in (list, tuple):
+            stack.extend(v)
+        elif t is dict:
+            stack.extend(v.values())
+        elif (np is not None and t is np.ndarray) or (torch is not None and t is torch.Tensor) or _isinstance(v, (bytearray, memoryview)):
+            out.append(v)
+    return out
+
+
+def shares(a: Any, b: Any) -> bool:
+    np = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    if torch is not None and _isinstance(a, torch.Tensor) and _isinstance(b, torch.Tensor):
+        if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+            return False
+        sa = a.untyped_storage()
+        sb = b.untyped_storage()
+        return bool(sa.data_ptr() == sb.data_ptr())
+    if np is not None and _isinstance(a, np.ndarray) and _isinstance(b, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    return a is b
+
+
+def aliases(out: Any, args: tuple[Any, ...]) -> bool:
+    ins = buffers(list(args))
+    return any(shares(o, i) for o in buffers(out) for i in ins)
+
+
+# ---------------------------------------------------------------- loading
+def load_module(path: str, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def resolve(obj: Any, qualname: str) -> Any:
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Subject:
+    """The callable under test and how to make its inputs."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        global _hook_on
+        self.spec = spec
+        for p in reversed(spec["sys_path"]):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        module = load_module(spec["file"], spec["module"])
+        self.module = module
+        qual = spec["qualname"]
+        parts = qual.split(".")
+        self.kernelbench = spec.get("kernelbench", False)
+        if spec.get("inputs_file"):
+            inputs_mod = module if os.path.abspath(spec["inputs_file"]) == os.path.abspath(spec["file"]) else \
+                load_module(spec["inputs_file"], "_redline_inputs")
+            self.make_inputs = getattr(inputs_mod, spec["inputs_func"])
+        else:
+            self.make_inputs = None
+        code = spec.get("candidate")
+        if code is not None:
+            for mod_name in spec.get("preimport", []):
+                try:
+                    __import__(mod_name)
+                except Exception:  # the candidate's own import will report it
+                    pass
+            namespace = dict(module.__dict__)
+            namespace["__name__"] = module.__name__ + "__candidate"
+            _hook_on = True
+            compiled = compile(code, "<candidate>", "exec")
+            exec(compiled, namespace)
+            name = parts[-1]
+            if name not in namespace or not callable(namespace[name]):
+                raise NameError(f"the candidate does not define {name}()")
+            fn = namespace[name]
+            if len(parts) > 1:
+                owner = resolve(module, ".".join(parts[:-1]))
+                setattr(owner, name, fn)  # this process is the candidate's own
+            else:
+                module.__dict__[name] = fn
+        _hook_on = True
+        if self.kernelbench:
+            self.model_cls = resolve(module, parts[0])
+        self.fn = None if self.kernelbench else resolve(module, qual)
+
+    def inputs(self, seed: int) -> tuple[tuple[Any, ...], Any]:
+        """Positional arguments for one call, and the callable to call them with."""
+        _seed_all(seed)
+        if self.kernelbench:
+            init = self.module.get_init_inputs() if hasattr(self.module, "get_init_inputs") else []
+            _seed_all(seed)
+            model = self.model_cls(*init)
+            if self.spec.get("device") == "cuda":
+                model = model.cuda()
+            _seed_all(seed + 1)
+            args = self.module.get_inputs()
+            if self.spec.get("device") == "cuda":
+                args = [a.cuda() if hasattr(a, "cuda") else a for a in args]
+            return tuple(args), model.forward if ".forward" in self.spec["qualname"] else model
+        value = self.make_inputs(seed)
+        args = value if _type(value) is tuple else (value,)
+        return args, self.fn
+
+
+def _seed_all(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % (2**32))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _sync() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _tamper() -> list[str]:
+    out = []
+    for (mod, attr), orig in _watched.items():
+        m = sys.modules.get(mod)
+        if m is not None and getattr(m, attr, None) is not orig:
+            out.append(f"patched {mod}.{attr}")
+    return out
+
+
+def _call(fn: Any, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
+    try:
+        return fn(*args), None
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt included: the candidate's to own
+        if _type(exc) is PermissionError and _violations:
+            return None, {"type": "PermissionError", "message": str(exc), "tb": ""}
+        tb = traceback.format_exc(limit=8)
+        return None, {"type": f"{_type(exc).__module__}.{_type(exc).__qualname__}", "message": str(exc)[:500],
+                      "tb": tb[-3000:]}
+
+
+def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    results = []
+    for seed in req["seeds"]:
+        runs = []
+        for _ in range(req.get("repeat", 1)):
+            args, fn = subject.inputs(seed)
+            threads_before = threading.active_count()
+            out, err = _call(fn, args)
+            _sync()
+            entry: dict[str, Any] = {"error": err}
+            if err is None:
+                entry["output"] = encode(out)
+                entry["aliases_input"] = aliases(out, args)
+            entry["inputs_after"] = encode(list(args)) if req.get("inputs_after", True) else None
+            entry["threads_left"] = threading.active_count() - threads_before
+            runs.append(entry)
+        results.append({"seed": seed, "runs": runs})
+    return {"results": results}
+
+
+def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    seeds = req["seeds"]
+    keep = set(req.get("keep", []))
+    prepared = [subject.inputs(s) for s in seeds]
+    _sync()
+    times, kept, errors, reused = [], {}, None, False
+    threads_before = threading.active_count()
+    prev_out: Any = None
+    start = _perf()
+    for i, (args, fn) in enumerate(prepared):
+        t0 = _perf()
+        try:
+            out = fn(*args)
+            _sync()
+        except BaseException:
+            errors = traceback.format_exc(limit=6)[-2000:]
+            break
+        t1 = _perf()
+        times.append((t1 - t0) * 1e-9)
+        if prev_out is not None and any(shares(a, b) for a in buffers(out) for b in buffers(prev_out)):
+            reused = True
+        if i in keep:
+            kept[str(i)] = encode(out)  # encoded at once: work finishing later is not seen
+        prev_out = out
+    total = (_perf() - start) * 1e-9
+    return {"times": times, "batch_s": total, "outputs": kept, "error": errors, "reused_buffer": reused,
+            "threads_left": threading.active_count() - threads_before, "tamper": _tamper()}
+
+
+def main() -> None:
+    global _scratch, _allow_processes
+    spec = json.loads(sys.stdin.readline())
+    out = os.fdopen(spec["reply_fd"], "w", buffering=1)
+    _scratch = os.path.abspath(spec["scratch"])
+    _allow_processes = bool(spec.get("allow_processes"))
+    sys.addaudithook(_audit)
+    os.chdir(_scratch)
+
+    def reply(obj: dict[str, Any]) -> None:
+        obj["violations"] = list(_violations)
+        out.write(_json_dumps(obj) + "\n")
+
+    try:
+        subject = Subject(spec)
+    except BaseException as exc:
+        reply({"op": "load", "ok": False, "error": {"type": f"{_type(exc).__qualname__}", "message": str(exc)[:500],
+                                                    "tb": traceback.format_exc(limit=8)[-3000:]}})
+        return
+    reply({"op": "load", "ok": True, "tamper": _tamper()})
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            result = op_check(subject, req) if req["op"] == "check" else op_time(subject, req)
+            result["ok"] = True
+        except BaseException as exc:
+            result = {"ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],
+                                             "tb": traceback.format_exc(limit=8)[-3000:]}}
+        result["op"] = req["op"]
+        result["tamper"] = sorted(set(result.get("tamper", [])) | set(_tamper()))
+        reply(result)
+
+
+if __name__ == "__main__":
+    builtins_ref = builtins  # keep the real builtins module alive for the harness
+    main()

@@ -1,0 +1,1 @@
+"""Bundled examples (`redline demo`)."""
