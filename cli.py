@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--no-builtin", action="store_true", help="do not use the built-in proposers")
     op.add_argument("--candidates", type=Path, help="directory of candidate files to evaluate")
     op.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    op.add_argument("--timeout", type=float, default=60.0, help="wall-clock deadline per sandbox request, seconds")
     op.add_argument("--json", dest="json_report", type=Path, help="write the report JSON here")
     op.add_argument("--apply", action="store_true", help="write the winner into FILE if it is unchanged")
     op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")

@@ -6,11 +6,11 @@ import argparse
 import os
 import sys
 import threading
-from typing import TextIO
 from pathlib import Path
+from typing import TextIO
 
 from .loop import Budget, optimise
-from .models import EvalSettings, Report
+from .models import EvalSettings, Limits, Report
 from .proposers import Proposer
 from .proposers.builtin import builtin_proposers
 from .proposers.files import FilesProposer
@@ -93,7 +93,8 @@ def run_optimise(args: argparse.Namespace) -> int:
     progress = Progress()
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
     try:
-        report = optimise(target, proposers, EvalSettings(device=args.device), budget, progress, cancel)
+        settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
+        report = optimise(target, proposers, settings, budget, progress, cancel)
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE

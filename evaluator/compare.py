@@ -40,6 +40,9 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
     if ref["t"] != got["t"]:
         raise Mismatch(f"{where} is a {got['t']}, the reference returns a {ref['t']}")
     t = ref["t"]
+    if ref.get("opaque"):
+        raise Mismatch(f"{where}: values of type {t} cannot be compared; the target must return arrays, tensors "
+                       "or plain Python values")
     if t in ("builtins.list", "builtins.tuple"):
         if len(ref["v"]) != len(got["v"]):
             raise Mismatch(f"{where} has {len(got['v'])} items, the reference {len(ref['v'])}")

@@ -16,7 +16,7 @@ from .compare import Mismatch, compare
 from .models import CandidateResult, EvalSettings, Interval, Status
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .stats import median, median_ci, speedup_ci
-from .target import Target, TargetError, check_candidate, imports_of
+from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
 
 _rng = random.SystemRandom()
 
@@ -109,6 +109,9 @@ class Evaluator:
         problem = check_candidate(code, self.target)
         if problem:
             return CandidateResult(status="build_error", reason=problem, **base)
+        raw = None if trusted else raw_memory_use(code)
+        if raw:
+            return CandidateResult(status="rejected_exploit", reason=raw, **base)
         worker = self._start(code, trusted)
         try:
             result = self._run(worker, base)

@@ -31,7 +31,7 @@ class EvalSettings(_Model):
     check_seeds: int = Field(4, description="fresh seeds the correctness gate runs")
     threshold: float = Field(0.05, description="a winner must be at least this much faster (0.05 = 5%)")
     time_budget_s: float = Field(1.0, description="timing time per candidate, both sides together")
-    min_rounds: int = Field(6, description="fewest interleaved baseline/candidate timing rounds")
+    min_rounds: int = Field(12, description="fewest interleaved baseline/candidate timing rounds")
     batch_s: float = Field(0.02, description="target duration of one timed batch")
     rtol: float | None = Field(None, description="relative tolerance override (default per dtype)")
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")

@@ -130,6 +130,30 @@ def check_candidate(code: str, target: Target) -> str | None:
     return None
 
 
+_RAW_MEMORY_MODULES = {"ctypes", "_ctypes", "cffi", "mmap"}
+
+
+def raw_memory_use(code: str) -> str | None:
+    """Why a candidate reaches raw memory (ctypes, cffi, mmap, numpy's `.ctypes`), or None.
+
+    Python's audit hooks do not see every ctypes call (`ctypes.memset` raises no event), so this
+    is checked on the source before the candidate runs.
+    """
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in _RAW_MEMORY_MODULES:
+                    return f"imports {a.name} (raw memory access is not allowed in candidates)"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _RAW_MEMORY_MODULES:
+            return f"imports from {node.module} (raw memory access is not allowed in candidates)"
+        elif isinstance(node, ast.Attribute) and node.attr in ("ctypes", "__array_interface__"):
+            return f"uses .{node.attr} (raw memory access is not allowed in candidates)"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _RAW_MEMORY_MODULES:
+            return f"names the module {node.value!r} (raw memory access is not allowed in candidates)"
+    return None
+
+
 def apply_candidate(target: Target, code: str) -> str:
     """The target file with the function replaced by the candidate (new imports go to the top)."""
     lines = target.source.splitlines(keepends=True)

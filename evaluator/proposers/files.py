@@ -20,6 +20,9 @@ class FilesProposer(Proposer):
         out = []
         for p in self.files:
             text = p.read_text(errors="replace")
-            code = extract_code(text) if "```" in text else text
+            if p.suffix == ".py":
+                code = text
+            else:  # an LLM-style reply: its first fenced python block
+                code = extract_code(text) or "# the reply held no ```python block\n"
             out.append(Proposal(code=code or "", origin=f"file:{p.name}", approach="file"))
         return out

@@ -1,0 +1,133 @@
+"""LLM proposer: any OpenAI-compatible Chat Completions endpoint, streamed, with feedback from earlier rounds."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import CandidateResult
+from ..target import extract_code
+from . import Context, Proposal, Proposer
+
+SYSTEM = ("You optimise Python functions for speed without changing their results. Reply with the complete new "
+          "function in one ```python fenced block; it must keep the function's name and signature and may add "
+          "imports and helpers. Do not cache results across calls, skip work, or touch timers.")
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    base_url: str = Field(description="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    model: str = Field(description="model name the endpoint serves")
+    refine_model: str | None = Field(None, description="optional stronger model for rounds after the first")
+    temperature: float = 0.7
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    retries: int = 3
+    candidates_per_round: int = 2
+    concurrency: int = 2
+
+
+def hardware() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def _feedback(history: list[CandidateResult]) -> str:
+    if not history:
+        return ""
+    rows = []
+    for r in history[-8:]:
+        timing = f", {r.median_s * 1e3:.3f} ms, {r.speedup:.2f}x" if r.median_s and r.speedup else ""
+        tail = textwrap.shorten(r.error_tail.strip().splitlines()[-1], 200) if r.error_tail.strip() else ""
+        rows.append(f"- {r.id} ({r.origin}, {r.approach or 'rewrite'}): {r.status}{timing}: {r.reason}"
+                    + (f" | error: {tail}" if tail else ""))
+    return "Earlier candidates and what the evaluator measured:\n" + "\n".join(rows)
+
+
+def build_prompt(ctx: Context) -> str:
+    t = ctx.target
+    parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {hardware()}.",
+             f"The function (lines {t.fn.line}-{t.fn.end_line}):\n```python\n{t.function_source}```",
+             f"The whole module, for context:\n```python\n{t.source[:12000]}```"]
+    if ctx.hotspot_note:
+        parts.append("Profile: " + ctx.hotspot_note)
+    fb = _feedback(ctx.history)
+    if fb:
+        parts.append(fb)
+    if ctx.best is not None:
+        parts.append(f"The best verified so far is {ctx.best.id} at {ctx.best.speedup:.2f}x:\n```python\n"
+                     f"{ctx.best.code}```\nImprove on it.")
+    return "\n\n".join(parts)
+
+
+_SEARCH = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n>>>>>>> REPLACE", re.S)
+
+
+def apply_search_replace(base: str, reply: str) -> str | None:
+    """Apply SEARCH/REPLACE blocks strictly (each search text must occur exactly once); None if any fails."""
+    blocks = _SEARCH.findall(reply)
+    if not blocks:
+        return None
+    out = base
+    for search, replace in blocks:
+        if out.count(search) != 1:
+            return None
+        out = out.replace(search, replace)
+    return out
+
+
+class LLMProposer(Proposer):
+    name = "llm"
+
+    def __init__(self, settings: LLMSettings) -> None:
+        from openai import OpenAI
+
+        self.settings = settings
+        self.client = OpenAI(base_url=settings.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none",
+                             timeout=settings.timeout_s, max_retries=settings.retries)
+
+    def _ask(self, model: str, prompt: str) -> tuple[str, int]:
+        stream = self.client.chat.completions.create(
+            model=model, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+            temperature=self.settings.temperature, max_tokens=self.settings.max_tokens, stream=True)
+        text, tokens = [], 0
+        for chunk in stream:
+            for choice in chunk.choices or []:
+                if choice.delta and choice.delta.content:
+                    text.append(choice.delta.content)
+            if getattr(chunk, "usage", None):
+                tokens = chunk.usage.total_tokens  # type: ignore[union-attr]
+        reply = "".join(text)
+        return reply, tokens or (len(prompt) + len(reply)) // 4
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        s = self.settings
+        model = s.refine_model if (s.refine_model and ctx.round > 1) else s.model
+        prompt = build_prompt(ctx)
+        with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
+            replies = list(pool.map(lambda _: self._ask(model, prompt), range(s.candidates_per_round)))
+        out = []
+        base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
+        for reply, tokens in replies:
+            code = extract_code(reply)
+            if code is None:
+                code = apply_search_replace(base, reply)
+            if code is None:
+                # Garbage or a diff that does not apply: an empty candidate whose build error says why,
+                # so the next round's prompt asks for the full-code form.
+                code = "# the reply held no ```python block and no SEARCH/REPLACE edit that applies\n"
+            out.append(Proposal(code=code, origin=f"llm:{model}", approach="llm rewrite",
+                                parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=reply, tokens=tokens))
+        return out

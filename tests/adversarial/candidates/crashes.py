@@ -1,0 +1,2 @@
+def affine(x, w):
+    raise ValueError("candidate blew up")

@@ -1,0 +1,6 @@
+while True:
+    pass
+
+
+def affine(x, w):
+    return x * w + 1.0

@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def tiny(x):
+    return np.zeros(x.shape[0])

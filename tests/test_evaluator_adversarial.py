@@ -1,0 +1,136 @@
+"""Every cheat of DESIGN.md as a candidate, fed through the real `redline optimise` CLI.
+
+One CLI run evaluates the whole directory; each candidate's status and the words of its reason
+are asserted. The honest vectorised rewrite must win; the exact copy must not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, redline
+
+ADV = TESTS / "adversarial"
+
+EXPECT: dict[str, tuple[set[str], tuple[str, ...]]] = {
+    "honest_vectorised.py": ({"ok"}, ("faster",)),
+    "exact_copy.py": ({"not_faster"}, ("threshold",)),
+    "cache_by_shape.py": ({"incorrect"}, ("wrong result",)),
+    "import_time_precompute.py": ({"incorrect"}, ("wrong result",)),
+    "skip_some_calls.py": ({"incorrect"}, ("wrong result",)),
+    "warmup_then_cheap.py": ({"incorrect"}, ("timed call",)),
+    "lazy_proxy.py": ({"incorrect"}, ("Lazy", "numpy.ndarray")),
+    "background_thread.py": ({"rejected_exploit"}, ("background threads",)),
+    "fake_equality.py": ({"incorrect"}, ("AlwaysEqual",)),
+    "patched_timer.py": ({"rejected_exploit"}, ("patched time.perf_counter",)),
+    "patched_comparison.py": ({"incorrect"}, ("wrong result",)),
+    "caller_frames.py": ({"rejected_exploit"}, ("harness's stack frames",)),
+    "garbage_collector.py": ({"rejected_exploit"}, ("garbage collector",)),
+    "mutates_inputs.py": ({"incorrect"}, ("aliases an input",)),
+    "precision_dropped.py": ({"incorrect"}, ("float64 tolerance",)),
+    "nondeterministic.py": ({"incorrect"}, ("tolerance",)),
+    "crashes.py": ({"crashed"}, ("ValueError", "candidate blew up")),
+    "os_exit.py": ({"crashed"}, ("exited with code 0",)),
+    "hang_at_import.py": ({"timeout"}, ("hangs at import",)),
+    "hang_at_call.py": ({"timeout"}, ("did not finish",)),
+    "setsid_escape.py": ({"rejected_exploit"}, ("started a process",)),
+    "memory_blowup.py": ({"crashed"}, ("MemoryError",)),
+    "network.py": ({"rejected_exploit"}, ("network",)),
+    "reads_secrets.py": ({"rejected_exploit"}, ("secrets file",)),
+    "secret_env.py": ({"not_faster"}, ("threshold",)),
+    "writes_workspace.py": ({"rejected_exploit"}, ("outside the scratch directory",)),
+    "write_past_end.py": ({"rejected_exploit"}, ("ctypes",)),
+    "garbage_reply.md": ({"build_error"}, ("does not define affine",)),
+}
+
+
+@pytest.fixture(scope="module")
+def adversarial_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+    work = tmp_path_factory.mktemp("adv")
+    shutil.copy(ADV / "target.py", work / "target.py")
+    before = (work / "target.py").read_text()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-SECRET-never-leaks", "MY_SECRET": "hunter2"}
+    env.pop("OPENAI_BASE_URL", None)
+    report = work / "report.json"
+    res = redline("optimise", f"{work / 'target.py'}::affine", "--candidates", str(ADV / "candidates"),
+                  "--no-builtin", "--budget", "100", "--timeout", "6", "--json", str(report), cwd=work, env=env,
+                  timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (work / "target.py").read_text() == before, "the workspace must not be written without --apply"
+    assert not (work / "owned.txt").exists()
+    doc = json.loads(report.read_text())
+    assert "sk-test-SECRET" not in report.read_text() and "hunter2" not in report.read_text()
+    by_file = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    by_file["__report__"] = doc
+    return by_file
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_cheat_is_rejected_with_its_reason(adversarial_report: dict[str, dict[str, object]], name: str) -> None:
+    statuses, words = EXPECT[name]
+    got = adversarial_report[name]
+    assert got["status"] in statuses, (got["status"], got["reason"])
+    for word in words:
+        assert word in str(got["reason"]), got["reason"]
+
+
+def test_honest_rewrite_wins_with_an_interval(adversarial_report: dict[str, dict[str, object]]) -> None:
+    doc = adversarial_report["__report__"]
+    winner = doc["winner"]
+    honest = adversarial_report["honest_vectorised.py"]
+    assert winner is not None and winner["id"] == honest["id"]
+    low, high = winner["speedup_ci95"]
+    assert winner["speedup"] > 10 and 1 < low <= winner["speedup"] <= high
+    assert "+    return x * w + 1.0" in winner["diff"]
+    copy = adversarial_report["exact_copy.py"]
+    assert copy["speedup_ci95"][0] <= 1.0 <= copy["speedup_ci95"][1] or copy["speedup"] < 1.05
+
+
+def test_no_escaped_process_survives(adversarial_report: dict[str, dict[str, object]]) -> None:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 12345" not in out
+
+
+def test_trivial_output_against_a_tiny_reference_is_caught(tmp_path: Path) -> None:
+    shutil.copy(ADV / "tiny" / "target.py", tmp_path / "target.py")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(ADV / "tiny" / "zeros.py", cands / "zeros.py")
+    res = redline("optimise", f"{tmp_path / 'target.py'}::tiny", "--candidates", str(cands), "--no-builtin",
+                  "--json", str(tmp_path / "r.json"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    cand = json.loads((tmp_path / "r.json").read_text())["candidates"][0]
+    assert cand["status"] == "incorrect" and "tolerance" in cand["reason"]
+
+
+def test_bad_targets_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f(x):\n    return x\n")
+    for target, words in ((f"{tmp_path / 'm.py'}", "FILE::QUALNAME"), (f"{tmp_path / 'nope.py'}::f", "no such file"),
+                          (f"{tmp_path / 'm.py'}::g", "no function 'g'"), (f"{tmp_path / 'm.py'}::f", "make_inputs")):
+        res = redline("optimise", target, "--no-builtin", "--candidates", str(tmp_path))
+        assert res.returncode == 2 and words in res.stderr and "Traceback" not in res.stderr, (target, res.stderr)
+
+
+def test_no_proposer_is_exit_3(tmp_path: Path) -> None:
+    shutil.copy(ADV / "target.py", tmp_path / "target.py")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
+    res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--no-builtin", env=env)
+    assert res.returncode == 3 and "no proposer" in res.stderr
+
+
+def test_apply_writes_only_an_unchanged_file(tmp_path: Path) -> None:
+    shutil.copy(ADV / "target.py", tmp_path / "target.py")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(ADV / "candidates" / "honest_vectorised.py", cands / "v.py")
+    res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--candidates", str(cands), "--no-builtin",
+                  "--apply", cwd=tmp_path)
+    assert res.returncode == 0 and "applied" in res.stdout, res.stderr
+    text = (tmp_path / "target.py").read_text()
+    assert "return x * w + 1.0" in text and "for i in range" not in text.split("def make_inputs")[0]
+    assert "def make_inputs" in text

@@ -1,0 +1,49 @@
+"""Statistics used for every reported speedup."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from redline.evaluator.stats import geomean, median, quantile, speedup_ci
+
+
+def test_median_odd_even_and_unsorted() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    with pytest.raises(ValueError):
+        median([])
+
+
+def test_quantile_ends_are_min_and_max() -> None:
+    xs = [5.0, 1.0, 9.0, 3.0]
+    assert quantile(xs, 0.0) == 1.0 and quantile(xs, 1.0) == 9.0
+    assert quantile(xs, 0.5) == median(xs)
+
+
+def test_geomean_in_log_space() -> None:
+    assert geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert geomean([1e300, 1e300]) == pytest.approx(1e300)  # no overflow from multiplying first
+    with pytest.raises(ValueError):
+        geomean([1.0, 0.0])
+
+
+def test_speedup_of_identical_rounds_is_one_and_interval_holds_it() -> None:
+    rounds = [[1.0 + 0.01 * ((i * 7 + j) % 5) for j in range(10)] for i in range(20)]
+    point, (lo, hi) = speedup_ci(rounds, rounds)
+    assert point == 1.0 and lo <= 1.0 <= hi
+
+
+def test_speedup_direction_and_interval_order() -> None:
+    base = [[2.0 + 0.01 * j for j in range(8)] for _ in range(15)]
+    cand = [[1.0 + 0.005 * j for j in range(8)] for _ in range(15)]
+    point, (lo, hi) = speedup_ci(base, cand)
+    assert point == pytest.approx(2.0, rel=0.01) and lo <= point <= hi and lo > 1.5
+
+
+def test_drift_shared_by_a_round_cancels() -> None:
+    # the machine gets 3x slower halfway; paired rounds still say 2x
+    base = [[2.0 * (3 if i >= 10 else 1)] * 5 for i in range(20)]
+    cand = [[1.0 * (3 if i >= 10 else 1)] * 5 for i in range(20)]
+    point, (lo, hi) = speedup_ci(base, cand)
+    assert math.isclose(point, 2.0) and math.isclose(lo, 2.0) and math.isclose(hi, 2.0)
