@@ -1,0 +1,74 @@
+"""A real local HTTP server speaking the OpenAI Chat Completions protocol (streaming and not).
+
+Replies come from a script: a list of actions, one per request, each either a reply text, or an
+HTTP status to fail with. Every request body is recorded so tests can read the prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ScriptedOpenAI:
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.requests.append(body)
+                    action = outer.script.pop(0) if outer.script else {"reply": "no more replies"}
+                if "delay" in action:
+                    time.sleep(action["delay"])
+                if "status" in action:
+                    self.send_response(action["status"])
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": "scripted failure"}}).encode())
+                    return
+                text = action["reply"]
+                if body.get("stream"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for i in range(0, len(text), 40):
+                        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                                 "choices": [{"index": 0, "delta": {"content": text[i:i + 40]}, "finish_reason": None}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()

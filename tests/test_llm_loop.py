@@ -1,0 +1,50 @@
+"""The LLM path end to end: `redline optimise` against a real local OpenAI-protocol server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from helpers import TESTS, redline
+from openai_server import ScriptedOpenAI
+
+GOOD = "Here you go:\n```python\ndef affine(x, w):\n    return x * w + 1.0\n```\n"
+WRONG = "```python\ndef affine(x, w):\n    return x * w\n```"
+GARBAGE = "I think vectorising would help, but I am not sure how."
+
+
+def run(tmp_path: Path, server: ScriptedOpenAI, *extra: str) -> tuple[dict, object]:
+    shutil.copy(TESTS / "adversarial" / "target.py", tmp_path / "target.py")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-local-test"}
+    report = tmp_path / "r.json"
+    res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--no-builtin", "--base-url", server.url,
+                  "--model", "tiny", "--json", str(report), *extra, cwd=tmp_path, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(report.read_text()), res
+
+
+def test_round_two_prompt_carries_round_one_feedback_and_the_winner_is_verified(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": GARBAGE}, {"reply": WRONG}, {"reply": GOOD}, {"reply": GARBAGE}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "2", "--budget", "4")
+    statuses = [c["status"] for c in doc["candidates"]]
+    assert statuses[:2] == ["build_error", "incorrect"] or statuses[:2] == ["incorrect", "build_error"], statuses
+    assert doc["winner"] is not None and doc["candidates"][[c["status"] for c in doc["candidates"]].index("ok")]["origin"] == "llm:tiny"
+    round2 = server.requests[2]["messages"][-1]["content"]
+    assert "incorrect" in round2 and "wrong result" in round2 and "build_error" in round2
+    assert all(r["stream"] for r in server.requests)
+    assert "sk-local-test" not in json.dumps(doc)
+
+
+def test_retries_429_and_500_then_succeeds(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"status": 429}, {"status": 500}, {"reply": GOOD}, {"reply": GOOD}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--budget", "2")
+    assert len(server.requests) >= 4 and doc["winner"] is not None
+
+
+def test_client_errors_are_not_retried_and_do_not_crash(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"status": 400}] * 10) as server:
+        doc, res = run(tmp_path, server, "--rounds", "1")
+    assert len(server.requests) == 2  # one per requested candidate, no retries on 400
+    assert doc["winner"] is None and "llm failed" in " ".join(doc["notes"])
