@@ -253,8 +253,12 @@ class LocalBackend(ExecutionBackend):
         if self._bwrap:
             # /tmp is private to the worker; the project (which may itself live under /tmp) is
             # bound back read-only, then the scratch directory read-write.
+            # So is the interpreter with its packages, and this worker script (either may be under /tmp).
+            wanted = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
+            wanted |= {sys.prefix, sys.base_prefix, str(WORKER.parent), str(Path(python).resolve().parent)}
+            wanted |= {p for p in sys.path if p and os.path.isdir(p)}
             visible = []
-            for path in sorted({str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}):
+            for path in sorted(p for p in wanted if p.startswith("/tmp/") or p == "/tmp"):
                 visible += ["--ro-bind-try", path, path]
             cmd = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                    *visible, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
