@@ -258,7 +258,7 @@ class LocalBackend(ExecutionBackend):
             wanted |= {sys.prefix, sys.base_prefix, str(WORKER.parent), str(Path(python).resolve().parent)}
             wanted |= {p for p in sys.path if p and os.path.isdir(p)}
             visible = []
-            for path in sorted(p for p in wanted if p.startswith("/tmp/") or p == "/tmp"):
+            for path in sorted(p for p in wanted if p.startswith("/tmp/")):
                 visible += ["--ro-bind-try", path, path]
             cmd = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                    *visible, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
