@@ -45,6 +45,6 @@ def test_retries_429_and_500_then_succeeds(tmp_path: Path) -> None:
 
 def test_client_errors_are_not_retried_and_do_not_crash(tmp_path: Path) -> None:
     with ScriptedOpenAI([{"status": 400}] * 10) as server:
-        doc, res = run(tmp_path, server, "--rounds", "1")
+        doc, _ = run(tmp_path, server, "--rounds", "1")
     assert len(server.requests) == 2  # one per requested candidate, no retries on 400
     assert doc["winner"] is None and "llm failed" in " ".join(doc["notes"])
