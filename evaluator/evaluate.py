@@ -8,12 +8,16 @@ outputs itself and measures wall and CPU time from outside.
 from __future__ import annotations
 
 import random
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from .compare import Mismatch, compare
 from .models import CandidateResult, EvalSettings, Interval, Status
+from .protocol import Encoded, ErrorInfo, Reply
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .stats import median, median_ci, speedup_ci
 from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
@@ -44,8 +48,16 @@ class BaselineStats:
         return Interval(median_s=median(self.times), ci95_s=median_ci(self.times, 400), runs=len(self.times))
 
 
-def _error_line(err: dict[str, Any]) -> str:
-    return f"{err.get('type', 'Error')}: {err.get('message', '')}".strip()
+def _error_line(err: ErrorInfo | None) -> str:
+    return f"{err.type}: {err.message}".strip() if err else "unknown error"
+
+
+def _validated(raw: dict[str, Any], who: str) -> Reply:
+    try:
+        return Reply.model_validate(raw)
+    except ValidationError as exc:
+        raise Rejected("crashed", f"{who} sent a malformed reply ({exc.errors()[0]['msg']} at "
+                       f"{'.'.join(str(x) for x in exc.errors()[0]['loc'])})")
 
 
 class Evaluator:
@@ -58,15 +70,20 @@ class Evaluator:
         self.backend = backend or LocalBackend(settings.isolation)
         self.python = python or default_python()
         self.baseline = BaselineStats()
-        self._base = self._start(None, trusted=True)
+        # The reference as a candidate: each comparison's baseline worker is built exactly like the
+        # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
+        # Methods keep the class's own definition (super() and name mangling need the class body).
+        self._reference_code = textwrap.dedent(target.function_source) if "." not in target.qualname else None
+        probe = self._start(None, trusted=True)
         try:
-            load = self._base.read_reply(settings.limits.wall_s)
-        except (WorkerDied, WorkerTimeout) as exc:
-            self._base.close()
-            raise TargetError(f"the target cannot be loaded in the sandbox: {exc}")
-        if not load.get("ok"):
-            self._base.close()
-            raise TargetError(f"the target cannot be loaded: {_error_line(load.get('error', {}))}")
+            load = _validated(probe.read_reply(settings.limits.wall_s), "the reference")
+        except (WorkerDied, WorkerTimeout, Rejected) as exc:
+            tail = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:]
+            raise TargetError(f"the target cannot be loaded in the sandbox: {exc}" + (f" ({tail[0]})" if tail else ""))
+        finally:
+            probe.close()
+        if not load.ok:
+            raise TargetError(f"the target cannot be loaded: {_error_line(load.error)}")
 
     @property
     def isolation(self) -> str:
@@ -84,23 +101,22 @@ class Evaluator:
         return self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits)
 
     def close(self) -> None:
-        self._base.close()
+        """Nothing outlives a call to evaluate(); kept so callers can treat the evaluator as a resource."""
 
-    def _ask(self, worker: Worker, req: dict[str, Any], who: str) -> dict[str, Any]:
+    def _ask(self, worker: Worker, req: dict[str, Any], who: str) -> Reply:
         try:
-            reply = worker.request(req, self.settings.limits.wall_s)
+            reply = _validated(worker.request(req, self.settings.limits.wall_s), who)
         except WorkerTimeout:
             raise Rejected("timeout", f"{who} did not finish within {self.settings.limits.wall_s:g}s (killed)")
         except WorkerDied as exc:
             raise Rejected("crashed", f"{who} {exc}" + _died_hint(exc.returncode), exc.stderr_tail)
-        if reply.get("violations"):
-            raise Rejected("rejected_exploit", f"{who} " + "; ".join(reply["violations"]))
-        if reply.get("tamper"):
-            raise Rejected("rejected_exploit", f"{who} " + "; ".join(reply["tamper"]) + " (the harness's timer and "
+        if reply.violations:
+            raise Rejected("rejected_exploit", f"{who} " + "; ".join(reply.violations))
+        if reply.tamper:
+            raise Rejected("rejected_exploit", f"{who} " + "; ".join(reply.tamper) + " (the harness's timer and "
                            "checks are bound before candidate code runs)")
-        if not reply.get("ok", False):
-            err = reply.get("error", {})
-            raise Rejected("crashed", f"{who} failed: {_error_line(err)}", err.get("tb", ""))
+        if not reply.ok:
+            raise Rejected("crashed", f"{who} failed: {_error_line(reply.error)}", reply.error.tb if reply.error else "")
         return reply
 
     def evaluate(self, cid: str, code: str, origin: str, round_: int = 0, parent: str | None = None,
@@ -113,96 +129,108 @@ class Evaluator:
         if raw:
             return CandidateResult(status="rejected_exploit", reason=raw, **base)
         worker = self._start(code, trusted)
+        reference = self._start(self._reference_code, trusted=True)
         try:
-            result = self._run(worker, base)
+            result = self._run(worker, reference, base)
             result.cpu_s = worker.cpu_seconds()
             return result
         finally:
             worker.close()
+            reference.close()
 
-    def _run(self, worker: Worker, base: dict[str, Any]) -> CandidateResult:
+    def _run(self, worker: Worker, reference: Worker, base: dict[str, Any]) -> CandidateResult:
         try:
             try:
-                load = worker.read_reply(self.settings.limits.wall_s)
+                load = _validated(worker.read_reply(self.settings.limits.wall_s), "the candidate")
             except WorkerTimeout:
                 return CandidateResult(status="timeout", reason="hangs at import (killed at the deadline)", **base)
             except WorkerDied as exc:
                 return CandidateResult(status="crashed", reason=f"the candidate {exc} while loading"
                                        + _died_hint(exc.returncode), error_tail=exc.stderr_tail, **base)
-            if load.get("violations"):
-                return CandidateResult(status="rejected_exploit", reason="at import: " + "; ".join(load["violations"]),
+            if load.violations:
+                return CandidateResult(status="rejected_exploit", reason="at import: " + "; ".join(load.violations),
                                        **base)
-            if not load.get("ok"):
-                err = load.get("error", {})
-                return CandidateResult(status="build_error", reason=f"does not load: {_error_line(err)}",
-                                       error_tail=err.get("tb", ""), **base)
-            if load.get("tamper"):
-                return CandidateResult(status="rejected_exploit", reason="at import: " + "; ".join(load["tamper"]),
+            if not load.ok:
+                return CandidateResult(status="build_error", reason=f"does not load: {_error_line(load.error)}",
+                                       error_tail=load.error.tb if load.error else "", **base)
+            if load.tamper:
+                return CandidateResult(status="rejected_exploit", reason="at import: " + "; ".join(load.tamper),
                                        **base)
-            self._gate(worker)
-            return self._time(worker, base)
+            ref_load = _validated(reference.read_reply(self.settings.limits.wall_s), "the reference")
+            if not ref_load.ok:
+                return CandidateResult(status="infra_error", reason="the reference stopped loading: "
+                                       + _error_line(ref_load.error), **base)
+            self._gate(worker, reference)
+            return self._time(worker, reference, base)
         except Rejected as rej:
             return CandidateResult(status=rej.status, reason=rej.reason, error_tail=rej.tail[-3000:], **base)
 
     # ------------------------------------------------------------------ gate
-    def _gate(self, worker: Worker) -> None:
+    def _gate(self, worker: Worker, reference: Worker) -> None:
         seeds = fresh_seeds(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         got = self._ask(worker, {"op": "check", "seeds": seeds, "repeat": 2}, "the candidate")
-        ref = self._ask(self._base, {"op": "check", "seeds": seeds, "repeat": 1}, "the reference")
-        s = self.settings
-        for r, g in zip(ref["results"], got["results"], strict=True):
-            rr, g1, g2 = r["runs"][0], g["runs"][0], g["runs"][1]
+        ref = self._ask(reference, {"op": "check", "seeds": seeds, "repeat": 1}, "the reference")
+        if len(ref.results) != len(seeds) or len(got.results) != len(seeds) or \
+                any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
+            raise Rejected("crashed", "the candidate's check reply does not match the request")
+        for r, g in zip(ref.results, got.results, strict=True):
+            rr, g1, g2 = r.runs[0], g.runs[0], g.runs[1]
             for run in (g1, g2):
-                if run["threads_left"] > 0:
+                if run.threads_left > 0:
                     raise Rejected("rejected_exploit", "left background threads running after returning "
                                    "(work finishing outside the call)")
-            if rr["error"] is not None:
-                if g1["error"] is None or g1["error"]["type"] != rr["error"]["type"]:
-                    raise Rejected("incorrect", f"the reference raises {rr['error']['type']} for seed {r['seed']}, the "
-                                   f"candidate {'returns' if g1['error'] is None else 'raises ' + g1['error']['type']}")
+            if rr.error is not None:
+                if g1.error is None or g1.error.type != rr.error.type:
+                    raise Rejected("incorrect", f"the reference raises {rr.error.type} for seed {r.seed}, the "
+                                   f"candidate {'returns' if g1.error is None else 'raises ' + g1.error.type}")
                 continue
-            if g1["error"] is not None:
-                raise Rejected("crashed", f"raised {_error_line(g1['error'])}", g1["error"].get("tb", ""))
-            try:
-                compare(rr["output"], g1["output"], "output", s.rtol, s.atol)
-            except Mismatch as exc:
-                raise Rejected("incorrect", f"wrong result for a fresh input: {exc}")
-            if g2["error"] is not None:
+            if g1.error is not None:
+                raise Rejected("crashed", f"raised {_error_line(g1.error)}", g1.error.tb)
+            self._same(rr.output, g1.output, "output", "wrong result for a fresh input: ")
+            if g2.error is not None:
                 raise Rejected("incorrect", f"nondeterministic: a second call on the same input raised "
-                               f"{_error_line(g2['error'])}")
-            try:
-                compare(g1["output"], g2["output"], "output", s.rtol, s.atol)
-            except Mismatch as exc:
-                raise Rejected("incorrect", f"nondeterministic: two calls on the same input differ ({exc})")
-            if g1["aliases_input"] and not rr["aliases_input"]:
+                               f"{_error_line(g2.error)}")
+            self._same(g1.output, g2.output, "output", "nondeterministic: two calls on the same input differ: ")
+            if g1.aliases_input and not rr.aliases_input:
                 raise Rejected("incorrect", "the output aliases an input (the reference returns new memory)")
-            try:
-                compare(rr["inputs_after"], g1["inputs_after"], "input", 0.0, 0.0)
-            except Mismatch as exc:
-                raise Rejected("incorrect", f"mutates its inputs unlike the reference ({exc})")
+            self._same(rr.inputs_after, g1.inputs_after, "input", "mutates its inputs unlike the reference: ", exact=True)
+
+    def _same(self, ref: Encoded | None, got: Encoded | None, where: str, prefix: str, exact: bool = False) -> None:
+        """Raise `incorrect` with `prefix` and the mismatch unless `got` matches `ref`."""
+        s = self.settings
+        try:
+            if ref is None or got is None:
+                raise Mismatch(f"{where} is missing")
+            compare(ref, got, where, 0.0 if exact else s.rtol, 0.0 if exact else s.atol)
+        except Mismatch as exc:
+            raise Rejected("incorrect", f"{prefix}{exc}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Rejected("incorrect", f"{prefix}{where} is not a well-formed value ({exc.__class__.__name__})")
 
     # ---------------------------------------------------------------- timing
-    def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str) -> tuple[dict[str, Any], float, float]:
+    def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str) -> tuple[Reply, float, float]:
         cpu_before = worker.cpu_seconds()
         t0 = time.perf_counter()
         reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep}, who)
         wall = time.perf_counter() - t0
-        if reply.get("error"):
-            raise Rejected("crashed", f"{who} raised during timed calls", reply["error"])
-        if reply.get("threads_left", 0) > 0:
+        if reply.batch_error:
+            raise Rejected("crashed", f"{who} raised during timed calls", reply.batch_error)
+        if reply.threads_left > 0:
             raise Rejected("rejected_exploit", f"{who} left background threads running after returning")
+        if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):
+            raise Rejected("rejected_exploit", f"{who} reported {len(reply.times)} call times for {len(seeds)} calls")
         return reply, wall, cpu_before
 
-    def _time(self, cand: Worker, base: dict[str, Any]) -> CandidateResult:
+    def _time(self, cand: Worker, reference: Worker, base: dict[str, Any]) -> CandidateResult:
         s = self.settings
         # Warm-up (JIT compilation, caches) on both sides until per-call times settle.
         est = {}
-        for who, worker in (("candidate", cand), ("reference", self._base)):
+        for who, worker in (("candidate", cand), ("reference", reference)):
             prev = None
             for _ in range(6):
                 reply, _, _ = self._batch(worker, fresh_seeds(3), [], f"the {who}")
-                m = median(reply["times"])
+                m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
                     break
                 prev = m
@@ -216,10 +244,10 @@ class Evaluator:
         while True:
             seeds = fresh_seeds(n)
             keep = sorted(_rng.sample(range(n), min(n, 2)))
-            order = [("candidate", cand), ("reference", self._base)]
+            order = [("candidate", cand), ("reference", reference)]
             if len(base_rounds) % 2:
                 order.reverse()
-            replies = {}
+            replies: dict[str, Reply] = {}
             for who, worker in order:
                 reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}")
                 if who == "candidate":
@@ -230,24 +258,26 @@ class Evaluator:
                             raise Rejected("rejected_exploit", f"kept working between timed calls ({idle_cpu:.3f}s "
                                            "of CPU while idle): work done outside the timed region")
                     last_cand_cpu_end = cand.cpu_seconds()
-                    if reply["batch_s"] < 0.5 * wall - 0.01:
-                        raise Rejected("rejected_exploit", f"its timer reports {reply['batch_s']:.4f}s for a batch the "
+                    if reply.batch_s < 0.5 * wall - 0.01:
+                        raise Rejected("rejected_exploit", f"its timer reports {reply.batch_s:.4f}s for a batch the "
                                        f"harness measured at {wall:.4f}s (patched timer)")
                 replies[who] = reply
-            if replies["candidate"].get("reused_buffer") and not replies["reference"].get("reused_buffer"):
+            if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
                 raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
-            for k in replies["reference"]["outputs"]:
-                try:
-                    compare(replies["reference"]["outputs"][k], replies["candidate"]["outputs"][k],
-                            f"output of timed call {k}", s.rtol, s.atol)
-                except (Mismatch, KeyError) as exc:
-                    raise Rejected("incorrect", f"wrong result on a timed call after passing the first checks: {exc} "
-                                   "(correct only on some calls, or work skipped)")
-            base_rounds.append(replies["reference"]["times"])
-            cand_rounds.append(replies["candidate"]["times"])
+            for k, ref_out in replies["reference"].outputs.items():
+                self._same(ref_out, replies["candidate"].outputs.get(k), f"output of timed call {k}",
+                           "wrong result on a timed call after passing the first checks (correct only on some "
+                           "calls, or work skipped): ")
+            base_rounds.append(replies["reference"].times)
+            cand_rounds.append(replies["candidate"].times)
             elapsed = time.perf_counter() - start
-            if (elapsed >= s.time_budget_s and len(base_rounds) >= s.min_rounds) or len(base_rounds) >= 400:
-                break
+            if len(base_rounds) >= s.min_rounds:
+                if elapsed >= s.time_budget_s or len(base_rounds) >= 400:
+                    break
+                # Stop early once the interval settles the verdict either way.
+                _, (lo, hi) = speedup_ci(base_rounds, cand_rounds, resamples=300)
+                if hi < 1 + s.threshold or lo > 1 + s.threshold:
+                    break
         speedup, ci = speedup_ci(base_rounds, cand_rounds)
         cand_times = [t for r in cand_rounds for t in r]
         base_times = [t for r in base_rounds for t in r]

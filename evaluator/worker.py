@@ -326,7 +326,10 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     keep = set(req.get("keep", []))
     prepared = [subject.inputs(s) for s in seeds]
     _sync()
-    times, kept, errors, reused = [], {}, None, False
+    times: list[float] = []
+    kept: dict[str, Any] = {}
+    errors: str | None = None
+    reused = False
     threads_before = threading.active_count()
     prev_out: Any = None
     start = _perf()
@@ -346,7 +349,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             kept[str(i)] = encode(out)  # encoded at once: work finishing later is not seen
         prev_out = out
     total = (_perf() - start) * 1e-9
-    return {"times": times, "batch_s": total, "outputs": kept, "error": errors, "reused_buffer": reused,
+    return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
             "threads_left": threading.active_count() - threads_before, "tamper": _tamper()}
 
 

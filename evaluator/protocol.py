@@ -1,0 +1,54 @@
+"""The harness <-> worker protocol: one JSON reply per request, validated here before use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# An encoded value (worker.encode): {"t": type name, ...}; compare.py reads its fields.
+Encoded = dict[str, Any]
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorInfo(_Msg):
+    type: str = "Error"
+    message: str = ""
+    tb: str = ""
+
+
+class Run(_Msg):
+    """One call in a check request."""
+
+    error: ErrorInfo | None
+    output: Encoded | None = None
+    aliases_input: bool = False
+    inputs_after: Encoded | None = None
+    threads_left: int = 0
+
+
+class SeedResult(_Msg):
+    seed: int
+    runs: list[Run] = Field(min_length=1)
+
+
+class Reply(_Msg):
+    """A worker's reply to `load`, `check` or `time`."""
+
+    op: str
+    ok: bool = False
+    error: ErrorInfo | None = None
+    violations: list[str] = []
+    tamper: list[str] = []
+    # check
+    results: list[SeedResult] = []
+    # time
+    times: list[float] = []
+    batch_s: float = 0.0
+    outputs: dict[str, Encoded] = {}
+    batch_error: str | None = None
+    reused_buffer: bool = False
+    threads_left: int = 0
