@@ -39,6 +39,8 @@ class Progress:
             line = (f"  round {data['round']} · {data['tried']} tried · {data['id']}: {data['status']} — "
                     f"{str(data['reason'])[:160]} · best verified {best_s}")
             print(("\r\x1b[2K" if self.tty else "") + line, file=out, flush=True)
+        elif event == "regression":
+            print(f"  running the project's tests on {data['id']}...", file=out, flush=True)
         elif event == "proposer_error":
             print(f"  proposer {data['proposer']} failed: {data['error']}", file=out, flush=True)
 
@@ -69,6 +71,11 @@ def print_summary(report: Report, target: Target) -> None:
     for c in report.candidates:
         counts[c.status] = counts.get(c.status, 0) + 1
     print("candidates: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none"))
+    for note in report.notes:
+        print(f"note: {note}")
+    if report.regression and report.regression.ran:
+        print(f"project tests ({' '.join(report.regression.command)}): "
+              + ("passed" if report.regression.passed else "failed"))
     if report.winner is None:
         print("no candidate was verified faster than the baseline; nothing to apply")
         return
@@ -98,13 +105,12 @@ def run_optimise(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        cancel.set()
-        print("redline optimise: cancelled", file=sys.stderr)
-        return 130
     if args.json_report:
         args.json_report.write_text(report.model_dump_json(indent=2))
     print_summary(report, target)
+    if "cancelled" in report.notes:
+        print("redline optimise: cancelled; the report keeps what was verified before", file=sys.stderr)
+        return 130
     if args.apply and report.winner:
         current = Path(target.file).read_text()
         if current != target.source:

@@ -40,6 +40,11 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
     if ref["t"] != got["t"]:
         raise Mismatch(f"{where} is a {got['t']}, the reference returns a {ref['t']}")
     t = ref["t"]
+    if "attrs" in ref:
+        if "attrs" not in got:
+            raise Mismatch(f"{where}: a {t} without its attributes")
+        compare(ref["attrs"], got["attrs"], f"{where} attributes", rtol, atol)
+        return
     if ref.get("opaque"):
         raise Mismatch(f"{where}: values of type {t} cannot be compared; the target must return arrays, tensors "
                        "or plain Python values")

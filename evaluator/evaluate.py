@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,8 @@ class Evaluator:
         self.backend = backend or LocalBackend(settings.isolation)
         self.python = python or default_python()
         self.baseline = BaselineStats()
+        self._active: list[Worker] = []
+        self._cancelled = threading.Event()
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -128,15 +131,27 @@ class Evaluator:
         raw = None if trusted else raw_memory_use(code)
         if raw:
             return CandidateResult(status="rejected_exploit", reason=raw, **base)
+        if self._cancelled.is_set():
+            return CandidateResult(status="infra_error", reason="cancelled before it ran", **base)
         worker = self._start(code, trusted)
         reference = self._start(self._reference_code, trusted=True)
+        self._active = [worker, reference]
         try:
             result = self._run(worker, reference, base)
             result.cpu_s = worker.cpu_seconds()
+            if self._cancelled.is_set():
+                return CandidateResult(status="infra_error", reason="cancelled while it ran", **base)
             return result
         finally:
+            self._active = []
             worker.close()
             reference.close()
+
+    def cancel(self) -> None:
+        """Stop at once: kill the workers of the candidate being evaluated (safe from any thread)."""
+        self._cancelled.set()
+        for w in list(self._active):
+            w.kill()
 
     def _run(self, worker: Worker, reference: Worker, base: dict[str, Any]) -> CandidateResult:
         try:

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import ConfigError, ProjectConfig, load_config
 from .evaluate import Evaluator
-from .models import CandidateResult, Cost, EvalSettings, Report, TargetInfo, Winner
+from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
 from .proposers import Context, Proposal, Proposer
-from .target import Target, apply_candidate
+from .regression import run_regression
+from .target import Target, TargetError, apply_candidate
 
 ProgressFn = Callable[[str, dict[str, object]], None]
 
@@ -73,11 +75,24 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     run_dir = (runs_dir or target.project_root / ".redline" / "runs") / run_id
     (run_dir / "candidates").mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    config = _config(target)
+    if settings.rtol is None and settings.atol is None:
+        rtol, atol = config.tolerance(_target_key(target))
+        settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
     ev = evaluator or Evaluator(target, settings)
     archive = Archive()
     tokens = 0
     stale = 0
     notes: list[str] = []
+    finished = threading.Event()
+
+    def watch_cancel() -> None:
+        while not finished.is_set():
+            if cancel.wait(0.1):
+                ev.cancel()
+                return
+
+    threading.Thread(target=watch_cancel, name="redline-cancel", daemon=True).start()
     try:
         for round_ in range(1, budget.rounds + 1):
             if cancel.is_set():
@@ -102,6 +117,8 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
                 cid = f"c{len(archive.results) + 1}"
                 say("candidate_start", {"id": cid, "origin": prop.origin, "round": round_})
                 result = ev.evaluate(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach)
+                if cancel.is_set():
+                    break  # a candidate cut short by cancelling is not a result
                 archive.add(result)
                 _log(run_dir, result, prop)
                 best = archive.best
@@ -118,24 +135,71 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
             if stale >= budget.plateau_rounds:
                 notes.append(f"stopped on a plateau after round {round_}")
                 break
+    except KeyboardInterrupt:
+        cancel.set()
+        ev.cancel()
     finally:
+        finished.set()
         if evaluator is None:
             ev.close()
-    best = archive.best
-    winner = None
-    if best is not None and best.speedup and best.speedup_ci95:
-        winner = Winner(id=best.id, speedup=best.speedup, speedup_ci95=best.speedup_ci95,
-                        diff=unified_diff(target, apply_candidate(target, best.code)))
+    if cancel.is_set() and "cancelled" not in notes:
+        notes.append("cancelled")
+    winner, regression = _pick_winner(target, archive, ev, config.test_command, notes, say)
     n = len(archive.results)
     report = Report(
         target=TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line, end_line=target.fn.end_line),
         device=settings.device, isolation=ev.isolation, baseline=ev.baseline.interval(), candidates=archive.results,
-        winner=winner, run_id=run_id, notes=notes,
+        winner=winner, regression=regression, run_id=run_id, notes=notes,
         cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,
                   accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0))
     (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
     (run_dir / "report.md").write_text(markdown(report))
     return report
+
+
+def _config(target: Target) -> ProjectConfig:
+    try:
+        return load_config(target.project_root)
+    except ConfigError as exc:
+        raise TargetError(str(exc))
+
+
+def _target_key(target: Target) -> str:
+    return f"{target.file.relative_to(target.project_root).as_posix()}::{target.qualname}"
+
+
+def _pick_winner(target: Target, archive: Archive, ev: Evaluator, command: list[str] | None, notes: list[str],
+                 say: ProgressFn) -> tuple[Winner | None, Regression | None]:
+    """The fastest verified candidate whose change keeps the project's own tests passing.
+
+    The tests run first on the unchanged project: tests that already fail cannot judge a change,
+    and the report says so.
+    """
+    verified = [c for c in archive.verified if c.speedup and c.speedup_ci95]
+    if not verified:
+        return None, None
+    say("regression", {"id": "the original"})
+    original = run_regression(target, target.source, ev.backend, ev.python, command, ev.settings.limits)
+    for cand in verified:
+        assert cand.speedup is not None and cand.speedup_ci95 is not None
+        new_source = apply_candidate(target, cand.code)
+        winner = Winner(id=cand.id, speedup=cand.speedup, speedup_ci95=cand.speedup_ci95,
+                        diff=unified_diff(target, new_source))
+        if not original.ran:
+            return winner, original
+        if not original.passed:
+            notes.append("the project's tests fail without any change (" + " ".join(original.command)
+                         + "), so they could not check the winner")
+            return winner, original
+        say("regression", {"id": cand.id})
+        reg = run_regression(target, new_source, ev.backend, ev.python, command, ev.settings.limits)
+        regression = reg.model_copy(update={"candidate": cand.id})
+        if reg.passed:
+            return winner, regression
+        last = reg.output_tail.strip().splitlines()[-1:] or [""]
+        notes.append(f"{cand.id} is faster but breaks the project's tests ({' '.join(reg.command)}: {last[0]}); "
+                     "not offered")
+    return None, None
 
 
 def _log(run_dir: Path, result: CandidateResult, prop: Proposal) -> None:

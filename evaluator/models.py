@@ -87,6 +87,16 @@ class Cost(_Model):
     accepted_rate: float = 0.0
 
 
+class Regression(_Model):
+    """The project's tests run against the winner (scratch copy of the workspace)."""
+
+    ran: bool
+    passed: bool
+    command: list[str]
+    output_tail: str = ""
+    candidate: str = ""
+
+
 class Report(_Model):
     """The optimise report (`--json REPORT`)."""
 
@@ -96,6 +106,7 @@ class Report(_Model):
     baseline: Interval | None
     candidates: list[CandidateResult]
     winner: Winner | None
+    regression: Regression | None = None
     cost: Cost = Cost()
     run_id: str = ""
     notes: list[str] = []

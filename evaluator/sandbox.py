@@ -238,7 +238,13 @@ class ExecutionBackend(ABC):
     isolation: str
 
     @abstractmethod
-    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker: ...
+    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
+        """Start a worker process for `spec` (see worker.py) and return its handle."""
+
+    @abstractmethod
+    def run(self, cmd: list[str], scratch: Path, cwd: Path, python: str, limits: Limits,
+            timeout: float) -> tuple[int | None, str]:
+        """Run a plain command with the same isolation; (exit code, or None on timeout; output tail)."""
 
 
 class LocalBackend(ExecutionBackend):
@@ -257,26 +263,22 @@ class LocalBackend(ExecutionBackend):
     def has_namespaces(self) -> bool:
         return self._bwrap is not None
 
-    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
-        scratch = Path(tempfile.mkdtemp(prefix="redline-cand-"))
-        read_fd, write_fd = os.pipe()
-        spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
-        stderr_path = scratch / ".stderr"
-        cmd = [python, "-X", "utf8", str(WORKER)]
-        if self._bwrap:
-            # /tmp is private to the worker; the project (which may itself live under /tmp) is
-            # bound back read-only, then the scratch directory read-write.
-            # So is the interpreter with its packages, and this worker script (either may be under /tmp).
-            wanted = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
-            wanted |= {sys.prefix, sys.base_prefix, str(WORKER.parent), str(Path(python).resolve().parent)}
-            wanted |= {p for p in sys.path if p and os.path.isdir(p)}
-            visible = []
-            for path in sorted(p for p in wanted if p.startswith("/tmp/")):
-                visible += ["--ro-bind-try", path, path]
-            cmd = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                   *visible, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
-                   "--die-with-parent", "--chdir", str(scratch), *cmd]
+    def _wrap(self, cmd: list[str], scratch: Path, python: str, visible: set[str], cwd: Path | None = None) -> list[str]:
+        """`cmd` under bwrap: read-only filesystem, private /tmp with `visible` bound back read-only
+        (projects and interpreters may live under /tmp), `scratch` writable, no network."""
+        if not self._bwrap:
+            return cmd
+        wanted = set(visible) | {sys.prefix, sys.base_prefix, str(WORKER.parent), str(Path(python).resolve().parent)}
+        wanted |= {p for p in sys.path if p and os.path.isdir(p)}
+        binds = []
+        for path in sorted(p for p in wanted if p.startswith("/tmp/")):
+            binds += ["--ro-bind-try", path, path]
+        return [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                *binds, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
+                "--die-with-parent", "--chdir", str(cwd or scratch), *cmd]
 
+    def _popen(self, cmd: list[str], scratch: Path, limits: Limits, cwd: Path, stdout: Any, stderr: Any,
+               pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
         def limit() -> None:
             _no_aslr()
             resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
@@ -288,16 +290,50 @@ class LocalBackend(ExecutionBackend):
             if os.getuid() != 0:
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
 
-        with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=[write_fd],
-                                    cwd=scratch, env=clean_env({"REDLINE_SANDBOXED": "1"}, str(scratch)),
-                                    start_new_session=True, preexec_fn=limit)
-        os.close(write_fd)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, pass_fds=pass_fds, cwd=cwd,
+                                env=clean_env({"REDLINE_SANDBOXED": "1"}, str(scratch)), start_new_session=True,
+                                preexec_fn=limit)
         _LIVE.add(proc.pid)
+        return proc
+
+    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
+        scratch = Path(tempfile.mkdtemp(prefix="redline-cand-"))
+        read_fd, write_fd = os.pipe()
+        spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
+        stderr_path = scratch / ".stderr"
+        visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
+        cmd = self._wrap([python, "-X", "utf8", str(WORKER)], scratch, python, visible)
+        with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
+            proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,))
+        os.close(write_fd)
         worker = Worker(proc, read_fd, scratch, stderr_path, self.isolation)
         worker.send(spec)
         return worker
 
+    def run(self, cmd: list[str], scratch: Path, cwd: Path, python: str, limits: Limits,
+            timeout: float) -> tuple[int | None, str]:
+        """Run a plain command in the sandbox with `scratch` writable; (exit code or None on timeout, output tail)."""
+        log = scratch / ".run-output"
+        with open(log, "wb") as out:
+            proc = self._popen(self._wrap(cmd, scratch, python, set(), cwd), scratch, limits, cwd, out,
+                               subprocess.STDOUT)
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                rc: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rc = None
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+                _LIVE.discard(proc.pid)
+                _reap_orphans()
+        return rc, log.read_bytes()[-4000:].decode("utf-8", "replace")
+
 
 def default_python() -> str:
+    """The interpreter that runs targets: this one (the user's, when redline is installed in it)."""
     return sys.executable

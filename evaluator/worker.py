@@ -141,6 +141,10 @@ def encode(value: Any, depth: int = 0) -> Any:
         arr = cpu.contiguous().numpy()
         return {"t": name, "dtype": arr.dtype.str, "torch_dtype": dtype, "shape": list(arr.shape),
                 "b": _b64(arr.tobytes()).decode()}
+    state = getattr(value, "__dict__", None)
+    if _type(state) is dict and not _isinstance(value, (types.ModuleType, types.FunctionType, type)):
+        # A plain object: compared by its type and attributes.
+        return {"t": name, "attrs": encode(dict(state), depth + 1)}
     return {"t": name, "opaque": True}  # the harness can only compare its type
 
 
@@ -212,7 +216,7 @@ class Subject:
         qual = spec["qualname"]
         parts = qual.split(".")
         self.kernelbench = spec.get("kernelbench", False)
-        if spec.get("inputs_file"):
+        if spec.get("inputs_file") and not self.kernelbench:
             inputs_mod = module if os.path.abspath(spec["inputs_file"]) == os.path.abspath(spec["file"]) else \
                 load_module(spec["inputs_file"], "_redline_inputs")
             self.make_inputs = getattr(inputs_mod, spec["inputs_func"])

@@ -1,0 +1,67 @@
+"""Per-project settings from `redline.toml` (or `[tool.redline]` in `pyproject.toml`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+class ToleranceOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rtol: float | None = Field(None, ge=0)
+    atol: float | None = Field(None, ge=0)
+
+
+class ProjectConfig(BaseModel):
+    """What a project can tell redline about itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    rtol: float | None = Field(None, ge=0, description="relative tolerance for every target")
+    atol: float | None = Field(None, ge=0, description="absolute tolerance for every target")
+    targets: dict[str, ToleranceOverride] = Field(default_factory=dict,
+                                                  description='per target, keyed "path/file.py::qualname"')
+    test_command: list[str] | None = Field(None, description="regression tests for a winner, e.g. ['pytest', '-q']")
+
+    def tolerance(self, key: str) -> tuple[float | None, float | None]:
+        own = self.targets.get(key)
+        rtol = own.rtol if own and own.rtol is not None else self.rtol
+        atol = own.atol if own and own.atol is not None else self.atol
+        return rtol, atol
+
+
+class ConfigError(Exception):
+    pass
+
+
+def load_config(root: Path) -> ProjectConfig:
+    data: dict[str, Any] = {}
+    source = None
+    if (root / "redline.toml").is_file():
+        source = root / "redline.toml"
+        data = _toml(source)
+        data = data.get("tool", {}).get("redline", data)
+    elif (root / "pyproject.toml").is_file():
+        source = root / "pyproject.toml"
+        data = _toml(source).get("tool", {}).get("redline", {})
+    if isinstance(data.get("test_command"), str):
+        data["test_command"] = data["test_command"].split()
+    try:
+        return ProjectConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"{source}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}")

@@ -1,0 +1,141 @@
+"""Target forms and run-level behaviour of `redline optimise`: methods, KernelBench files, project
+imports, tolerance overrides, the project's own tests as a regression gate, and cancelling."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import redline
+
+VECTOR = "def affine(x, w):\n    return x * w + 1.0\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def optimise(tmp_path: Path, target: str, cands: dict[str, str], *extra: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    d = tmp_path / "cands"
+    for name, code in cands.items():
+        write(d / name, code)
+    res = redline("optimise", target, "--candidates", str(d), "--no-builtin", "--json", str(tmp_path / "r.json"),
+                  *extra, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads((tmp_path / "r.json").read_text()), res
+
+
+def test_method_target(tmp_path: Path) -> None:
+    write(tmp_path / "geo.py", (
+        "import numpy as np\n\nclass Scaler:\n    def __init__(self, k):\n        self.k = k\n\n"
+        "    def apply(self, xs):\n        out = np.empty(len(xs))\n        for i in range(len(xs)):\n"
+        "            out[i] = xs[i] * self.k\n        return out\n\n"
+        "def make_inputs(seed):\n    rng = np.random.default_rng(seed)\n    return Scaler(2.5), rng.standard_normal(3000)\n"))
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'geo.py'}::Scaler.apply",
+                      {"v.py": "def apply(self, xs):\n    return xs * self.k\n",
+                       "wrong.py": "def apply(self, xs):\n    return xs * 2.0\n"})
+    by = {c["origin"]: c for c in doc["candidates"]}
+    assert by["file:v.py"]["status"] == "ok" and by["file:wrong.py"]["status"] == "incorrect"
+    assert doc["winner"]["id"] == by["file:v.py"]["id"]
+    diff = doc["winner"]["diff"]
+    assert "+        return xs * self.k" in diff and "-        out = np.empty(len(xs))" in diff
+
+
+def test_kernelbench_style_target(tmp_path: Path) -> None:
+    write(tmp_path / "kb.py", (
+        "import numpy as np\n\nclass Model:\n    def __init__(self, scale):\n        self.scale = scale\n\n"
+        "    def forward(self, x):\n        out = np.empty_like(x)\n        for i in range(x.shape[0]):\n"
+        "            out[i] = max(x[i], 0.0) * self.scale\n        return out\n\n"
+        "def get_inputs():\n    return [np.random.randn(3000)]\n\ndef get_init_inputs():\n    return [3.0]\n"))
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'kb.py'}::Model.forward",
+                      {"relu.py": "def forward(self, x):\n    return np.maximum(x, 0.0) * self.scale\n"})
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+
+
+def test_target_imports_resolve_from_the_project(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "consts.py", "OFFSET = 1.0\n")
+    write(tmp_path / "pkg" / "ops.py", (
+        "import numpy as np\nfrom pkg.consts import OFFSET\n\n"
+        "def affine(x, w):\n    out = np.empty(len(x))\n    for i in range(len(x)):\n        out[i] = x[i] * w[i] + OFFSET\n"
+        "    return out\n\ndef make_inputs(seed):\n    r = np.random.default_rng(seed)\n"
+        "    return r.standard_normal(3000), r.standard_normal(3000)\n"))
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'pkg' / 'ops.py'}::affine",
+                      {"v.py": "def affine(x, w):\n    return x * w + OFFSET\n"})
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+
+
+REF = ("import numpy as np\n\ndef affine(x, w):\n    out = np.empty(len(x))\n    for i in range(len(x)):\n"
+       "        out[i] = x[i] * w[i] + 1.0\n    return out\n\ndef make_inputs(seed):\n"
+       "    r = np.random.default_rng(seed)\n    return r.standard_normal(3000), r.standard_normal(3000)\n")
+
+
+def test_tolerance_override_from_redline_toml(tmp_path: Path) -> None:
+    write(tmp_path / "m.py", REF)
+    loose = "import numpy as np\n\ndef affine(x, w):\n    return (x.astype(np.float32) * w.astype(np.float32) + 1.0).astype(np.float64)\n"
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {"f32.py": loose})
+    assert doc["candidates"][0]["status"] == "incorrect"
+    write(tmp_path / "redline.toml", '[targets."m.py::affine"]\nrtol = 1e-5\natol = 1e-6\n')
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {"f32.py": loose})
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+
+
+def test_bad_redline_toml_is_exit_2(tmp_path: Path) -> None:
+    write(tmp_path / "m.py", REF)
+    write(tmp_path / "redline.toml", "rtol = 'loose'\n")
+    write(tmp_path / "c" / "v.py", VECTOR)
+    res = redline("optimise", f"{tmp_path / 'm.py'}::affine", "--candidates", str(tmp_path / "c"), "--no-builtin")
+    assert res.returncode == 2 and "redline.toml" in res.stderr and "rtol" in res.stderr
+
+
+def test_winner_that_breaks_the_projects_tests_is_not_offered(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
+    write(tmp_path / "m.py", REF)
+    write(tmp_path / "tests" / "test_m.py", "from m import affine\n\ndef test_lists():\n"
+          "    assert list(affine([1.0, 2.0], [3.0, 4.0])) == [4.0, 9.0]\n")
+    doc, res = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {
+        "a_arrays_only.py": VECTOR,
+        "b_lists_too.py": "def affine(x, w):\n    return np.asarray(x) * np.asarray(w) + 1.0\n"})
+    by = {c["origin"]: c for c in doc["candidates"]}
+    assert by["file:a_arrays_only.py"]["status"] == by["file:b_lists_too.py"]["status"] == "ok"
+    assert doc["winner"]["id"] == by["file:b_lists_too.py"]["id"]
+    assert any("breaks the project's tests" in n for n in doc["notes"]) or doc["regression"]["candidate"] == by["file:b_lists_too.py"]["id"]
+    assert doc["regression"]["ran"] and doc["regression"]["passed"] and "tests/test_m.py" in doc["regression"]["command"]
+    assert "project tests" in res.stdout
+
+
+def _workers() -> int:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return sum("evaluator/worker.py" in line for line in out.splitlines())
+
+
+def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -> None:
+    write(tmp_path / "m.py", REF)
+    d = tmp_path / "cands"
+    write(d / "a_fast.py", VECTOR)
+    write(d / "b_hangs.py", "def affine(x, w):\n    while True:\n        pass\n")
+    before = _workers()
+    exe = Path(sys.executable).with_name("redline")
+    proc = subprocess.Popen([str(exe), "optimise", f"{tmp_path / 'm.py'}::affine", "--candidates", str(d),
+                             "--no-builtin", "--json", str(tmp_path / "r.json"), "--timeout", "120"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "c1:" in line:
+            break
+    time.sleep(1.0)  # c2 is now spinning in its sandbox
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    rc = proc.wait(timeout=30)
+    assert rc == 130 and time.monotonic() - t0 < 10
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
+    assert "cancelled" in doc["notes"]
+    assert _workers() <= before
