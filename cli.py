@@ -142,9 +142,10 @@ def _optimise(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # The language server is the next piece of work (server/); say so instead of failing obscurely.
-    print("redline serve: the language server is not part of this release yet", file=sys.stderr)
-    return EXIT_INFRA
+    from .server.main import serve
+
+    serve()
+    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ def py_spy_record(script: Path, out: Path, fmt: str, rate: int = 200, extra: tup
     exe = Path(sys.executable).with_name("py-spy")
     spy = str(exe) if exe.exists() else shutil.which("py-spy")
     assert spy, "py-spy is a dev dependency"
+    out.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([spy, "record", "--rate", str(rate), "--format", fmt, "--output", str(out), *extra, "--",
                     sys.executable, str(script)], check=True, capture_output=True, timeout=300)
     return out

@@ -1,0 +1,1 @@
+"""The redline language server (pygls): hotspots where the code is, and "Optimise hotspot"."""

@@ -1,0 +1,242 @@
+"""Optimise runs started from the editor: progress, cancel, and the winner offered for review."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pygls.uris import from_fs_path, to_fs_path
+from redline.evaluator.loop import Budget, optimise
+from redline.evaluator.models import EvalSettings, Limits, Report
+from redline.evaluator.proposers import Proposer
+from redline.evaluator.proposers.builtin import builtin_proposers
+from redline.evaluator.target import Target, TargetError, apply_candidate, load_target
+
+if TYPE_CHECKING:
+    from .main import RedlineServer
+
+
+class OptimiseArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    uri: str
+    function: str
+
+
+class RunArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    runId: str
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out; the message goes to the user."""
+
+
+@dataclass
+class Offer:
+    """A verified winner waiting for the user's decision."""
+
+    run_id: str
+    uri: str
+    target: Target
+    report: Report
+    new_source: str
+    version: int | None
+
+
+@dataclass
+class Runs:
+    offers: dict[str, Offer] = field(default_factory=dict)
+    running: dict[str, threading.Event] = field(default_factory=dict)
+
+
+def parse_args(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
+    if len(args) != 1:
+        raise CommandError(f"expected one argument object, got {len(args)}")
+    try:
+        return model.model_validate(args[0])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise CommandError(f"bad argument {'.'.join(str(x) for x in err['loc']) or 'object'}: {err['msg']}")
+
+
+def proposers_for(ls: RedlineServer) -> list[Proposer]:
+    s = ls.settings
+    out: list[Proposer] = builtin_proposers() if s.builtinProposers else []
+    if s.llmBaseUrl:
+        from redline.evaluator.proposers.llm import LLMProposer, LLMSettings
+
+        out.append(LLMProposer(LLMSettings(base_url=s.llmBaseUrl, model=s.llmModel or "gpt-4o-mini")))
+    return out
+
+
+async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`redline.optimise`: start a run in the background and answer at once."""
+    a: OptimiseArgs = parse_args(OptimiseArgs, args)
+    path = to_fs_path(a.uri)
+    if path is None or not Path(path).is_file():
+        raise CommandError(f"{a.uri} is not a file on disk")
+    doc = ls.workspace.text_documents.get(a.uri)
+    if doc is not None and doc.source != Path(path).read_text():
+        raise CommandError("the file has unsaved changes; save it before optimising")
+    try:
+        target = load_target(f"{path}::{a.function}")
+    except TargetError as exc:
+        raise CommandError(str(exc))
+    proposers = proposers_for(ls)
+    if not proposers:
+        raise CommandError("no proposer: enable redline.builtinProposers or set redline.llmBaseUrl")
+    run_id = uuid.uuid4().hex[:10]
+    cancel = threading.Event()
+    ls.runs.running[run_id] = cancel
+    token = f"redline-optimise-{run_id}"
+    loop = asyncio.get_running_loop()
+    progress = ls.work_done_progress
+    if _supports_progress(ls):
+        try:
+            await progress.create_async(token)
+            fut = progress.tokens.get(token)
+            if fut is not None:
+                fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+        except Exception:  # a client that refuses progress still gets the result
+            token = ""
+    else:
+        token = ""
+    if token:
+        progress.begin(token, lsp.WorkDoneProgressBegin(title=f"redline: optimising {a.function}", cancellable=True,
+                                                        message="starting", percentage=0))
+    version = doc.version if doc is not None else None
+    budget = Budget(candidates=ls.settings.budget, rounds=ls.settings.rounds, wall_s=ls.settings.timeLimit)
+
+    def report_progress(event: str, data: dict[str, object]) -> None:
+        if not token or event not in ("candidate_start", "candidate_done", "regression"):
+            return
+        if event == "candidate_start":
+            msg = f"round {data['round']}: evaluating {data['id']} ({data['origin']})"
+        elif event == "regression":
+            msg = f"running the project's tests on {data['id']}"
+        else:
+            best = data.get("best")
+            msg = (f"round {data['round']} · {data['tried']} tried · {data['id']} {data['status']}: "
+                   f"{str(data['reason'])[:120]} · best " + (f"{best:.2f}x" if isinstance(best, float) else "none"))
+        tried = data.get("tried")
+        pct = min(99, int(100 * int(tried) / budget.candidates)) if isinstance(tried, int) else None
+        loop.call_soon_threadsafe(progress.report, token, lsp.WorkDoneProgressReport(message=msg, percentage=pct))
+
+    settings = EvalSettings(device=ls.settings.device, limits=Limits(wall_s=ls.settings.candidateTimeout))
+
+    def work() -> Report:
+        return optimise(target, proposers, settings, budget, report_progress, cancel)
+
+    async def run() -> None:
+        try:
+            report = await loop.run_in_executor(None, work)
+        except Exception as exc:  # an evaluator failure must not take the server down
+            ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"redline: optimise failed: {exc}"))
+            if token:
+                progress.end(token, lsp.WorkDoneProgressEnd(message=f"failed: {exc}"))
+            return
+        finally:
+            ls.runs.running.pop(run_id, None)
+        await finish(ls, a, target, report, run_id, version, token, cancel.is_set())
+
+    ls.background(run())
+    return {"runId": run_id, "started": True}
+
+
+def _supports_progress(ls: RedlineServer) -> bool:
+    window = ls.client_capabilities.window
+    return bool(window and window.work_done_progress)
+
+
+async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Report, run_id: str,
+                 version: int | None, token: str, cancelled: bool) -> None:
+    progress = ls.work_done_progress
+    w = report.winner
+    if w is None:
+        summary = "cancelled; no verified winner" if cancelled else "no candidate was verified faster"
+        if token:
+            progress.end(token, lsp.WorkDoneProgressEnd(message=summary))
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, f"redline: {a.function}: {summary}"))
+        ls.protocol.notify("redline/runFinished", {"runId": run_id, "uri": a.uri, "function": a.function,
+                                                   "winner": None, "report": report.model_dump(mode="json")})
+        return
+    winner_code = next(c.code for c in report.candidates if c.id == w.id)
+    new_source = apply_candidate(target, winner_code)
+    offer = Offer(run_id, a.uri, target, report, new_source, version)
+    ls.runs.offers[run_id] = offer
+    headline = f"{a.function}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f}), verified"
+    if token:
+        progress.end(token, lsp.WorkDoneProgressEnd(message=headline))
+    ls.protocol.notify("redline/winner", {
+        "runId": run_id, "uri": a.uri, "function": a.function, "speedup": w.speedup, "ci95": list(w.speedup_ci95),
+        "diff": w.diff, "original": target.source, "proposed": new_source, "title": headline})
+    choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
+        type=lsp.MessageType.Info, message=f"redline: {headline}",
+        actions=[lsp.MessageActionItem("Review"), lsp.MessageActionItem("Apply"), lsp.MessageActionItem("Discard")]))
+    title = choice.title if choice is not None else ""
+    if title == "Apply":
+        await apply(ls, (RunArgs(runId=run_id).model_dump(),))
+    elif title == "Discard":
+        ls.runs.offers.pop(run_id, None)
+    elif title == "Review":
+        diff_path = target.project_root / ".redline" / "runs" / report.run_id / "winner.diff"
+        diff_path.parent.mkdir(parents=True, exist_ok=True)
+        diff_path.write_text(w.diff)
+        uri = from_fs_path(str(diff_path))
+        if uri:
+            await ls.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+
+
+def _edit(old: str, new: str) -> lsp.TextEdit:
+    """One edit covering the changed lines."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
+    i1, j1 = ops[0][1], ops[0][3]
+    i2, j2 = ops[-1][2], ops[-1][4]
+    return lsp.TextEdit(range=lsp.Range(lsp.Position(i1, 0), lsp.Position(i2, 0)), new_text="".join(b[j1:j2]))
+
+
+async def apply(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`redline.applyWinner`: a versioned edit, refused if the document changed since the run began."""
+    a: RunArgs = parse_args(RunArgs, args)
+    offer = ls.runs.offers.get(a.runId)
+    if offer is None:
+        raise CommandError(f"no winner waiting for run {a.runId} (already applied or discarded?)")
+    doc = ls.workspace.text_documents.get(offer.uri)
+    current = doc.source if doc is not None else Path(offer.target.file).read_text()
+    if current != offer.target.source or (doc is not None and offer.version is not None and doc.version != offer.version):
+        reason = "the document changed since the run began; run Optimise again"
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, f"redline: not applied: {reason}"))
+        return {"applied": False, "reason": reason}
+    version = doc.version if doc is not None else None
+    edit = lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
+        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=offer.uri, version=version),
+        edits=[_edit(offer.target.source, offer.new_source)])])
+    result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+        edit=edit, label=f"redline: apply verified winner ({offer.report.winner.speedup:.2f}x)"
+        if offer.report.winner else "redline: apply winner"))
+    if not result.applied:
+        return {"applied": False, "reason": result.failure_reason or "the client did not apply the edit"}
+    ls.runs.offers.pop(a.runId, None)
+    return {"applied": True}
+
+
+def discard(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    a: RunArgs = parse_args(RunArgs, args)
+    return {"discarded": ls.runs.offers.pop(a.runId, None) is not None}
+
+
+def cancel(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    a: RunArgs = parse_args(RunArgs, args)
+    ev = ls.runs.running.get(a.runId)
+    if ev is not None:
+        ev.set()
+    return {"cancelled": ev is not None}

@@ -1,0 +1,50 @@
+"""The server's one settings model. The VS Code extension contributes exactly these as `redline.*`
+(a test compares its package.json against this model, defaults and descriptions included)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ServerSettings(BaseModel):
+    """Settings read from initializationOptions, `workspace/configuration` (section `redline`) and
+    `workspace/didChangeConfiguration`."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    profileGlobs: list[str] = Field(
+        default=[".redline/*.json", ".redline/*.txt", "*.speedscope.json", "*.sqlite", "*.nsys-rep"],
+        description="Trace files to load, as glob patterns relative to the workspace root.")
+    threshold: float = Field(default=0.05, ge=0, le=1,
+                             description="Smallest self share (0-1) of a function that gets a diagnostic and a code lens.")
+    diagnosticSeverity: Literal["information", "hint"] = Field(
+        default="information", description="Severity of hot-function diagnostics.")
+    inlayHints: bool = Field(default=True, description="Show self/total shares as inlay hints after hot function names.")
+    codeLenses: bool = Field(default=True, description="Show code lenses with shares and an Optimise action.")
+    lineHeat: bool = Field(default=True, description="Send per-line heat for gutter decorations (redline/lineHeat).")
+    budget: int = Field(default=8, ge=1, description="Most candidates one Optimise run evaluates.")
+    rounds: int = Field(default=3, ge=1, description="Most rounds of proposals in one Optimise run.")
+    timeLimit: float = Field(default=300.0, gt=0, description="Wall-clock limit of one Optimise run, in seconds.")
+    device: Literal["cpu", "cuda"] = Field(default="cpu", description="Device candidates are checked and timed on.")
+    builtinProposers: bool = Field(default=True, description="Use the built-in proposers (numba, torch.compile).")
+    llmBaseUrl: str = Field(default="", description="OpenAI-compatible endpoint for LLM candidates; empty for none.")
+    llmModel: str = Field(default="", description="Model name the LLM endpoint serves.")
+    candidateTimeout: float = Field(default=60.0, gt=0,
+                                    description="Wall-clock deadline of each sandbox request, in seconds.")
+
+    @classmethod
+    def merged(cls, current: ServerSettings, raw: Any) -> tuple[ServerSettings, str | None]:
+        """`current` updated by a client's raw settings object; an invalid value is reported and ignored."""
+        if not isinstance(raw, dict):
+            return current, None
+        if "redline" in raw and isinstance(raw["redline"], dict):
+            raw = raw["redline"]
+        data = current.model_dump()
+        data.update({k: v for k, v in raw.items() if k in cls.model_fields})
+        try:
+            return cls.model_validate(data), None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            return current, f"redline setting {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
