@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from helpers import GPU, TESTS, WORKLOAD, py_spy_record
 from lsprotocol import types as lsp
-
 from redline.profilers import report
 from redline.server import features
 from redline.server.settings import ServerSettings
