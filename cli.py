@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")
 
     sub.add_parser("serve", help="the language server on stdio")
+    mc = sub.add_parser("mcp", help="MCP server on stdio: hotspots and verified optimisation as tools for agents")
+    mc.add_argument("--root", type=Path, default=Path("."), help="workspace root (default: the current directory)")
     dm = sub.add_parser("demo", help="profile, show hotspots and optimise the bundled example, offline")
     dm.add_argument("--workdir", type=Path, default=None, help="where to copy the example (default a temp dir)")
     return p
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = {"profile": _profile, "hotspots": _hotspots, "optimise": _optimise, "optimize": _optimise,
-               "serve": _serve, "demo": _demo}[args.command]
+               "serve": _serve, "mcp": _mcp, "demo": _demo}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -145,6 +147,16 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.main import serve
 
     serve()
+    return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from .server.mcp_server import serve
+    except ImportError:
+        print("redline mcp: the MCP SDK is not installed: pip install 'redline[mcp]'", file=sys.stderr)
+        return EXIT_INFRA
+    serve(args.root)
     return EXIT_OK
 
 

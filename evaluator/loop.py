@@ -147,7 +147,8 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     winner, regression = _pick_winner(target, archive, ev, config.test_command, notes, say)
     n = len(archive.results)
     report = Report(
-        target=TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line, end_line=target.fn.end_line),
+        target=TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line,
+                          end_line=target.fn.end_line, sha256=target.digest),
         device=settings.device, isolation=ev.isolation, baseline=ev.baseline.interval(), candidates=archive.results,
         winner=winner, regression=regression, run_id=run_id, notes=notes,
         cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,

@@ -78,6 +78,7 @@ class TargetInfo(_Model):
     function: str
     line: int
     end_line: int = 0
+    sha256: str = ""  # of the file when the run began: a winner applies only to that content
 
 
 class Cost(_Model):

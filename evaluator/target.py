@@ -66,7 +66,7 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
     if not file.is_file():
         raise TargetError(f"{file_part}: no such file")
     try:
-        source = file.read_text()
+        source = file.read_bytes().decode("utf-8")  # exact bytes: the digest must match the file
     except (OSError, UnicodeDecodeError) as exc:
         raise TargetError(f"{file_part}: cannot read ({exc})")
     try:

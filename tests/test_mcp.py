@@ -1,0 +1,109 @@
+"""`redline mcp` driven by the MCP SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from helpers import REPO, py_spy_record
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    shutil.copy(REPO / "examples" / "demo" / "app.py", tmp_path / "app.py")
+    (tmp_path / "redline.toml").write_text("")
+    return tmp_path
+
+
+def params(root: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "redline.cli", "mcp", "--root", str(root)])
+
+
+def data(result: Any) -> Any:
+    if result.structured_content is not None:
+        sc = result.structured_content
+        return sc.get("result", sc) if isinstance(sc, dict) and set(sc) == {"result"} else sc
+    return json.loads(result.content[0].text)
+
+
+def workers() -> int:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return sum("evaluator/worker.py" in line for line in out.splitlines())
+
+
+async def test_tools_hotspots_optimise_and_safe_apply(workspace: Path) -> None:
+    trace = py_spy_record(workspace / "app.py", workspace / ".redline" / "app.speedscope.json", "speedscope")
+    async with Client(params(workspace)) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"hotspots", "profile", "optimise", "apply_winner"} <= tools
+        spots = data(await client.call_tool("hotspots", {"traces": [str(trace)]}))
+        assert spots["hotspots"][0]["function"] == "rolling_zscore" and spots["hotspots"][0]["file"] == "app.py"
+
+        progress: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(p: float, total: float | None, message: str | None) -> None:
+            progress.append((p, total, message))
+
+        result = await client.call_tool("optimise", {"file": "app.py", "function": "rolling_zscore", "budget": 2},
+                                        progress_callback=on_progress)
+        assert not result.is_error, result.content
+        report = data(result)
+        assert report["winner"]["speedup"] > 5 and "numba" in report["winner"]["diff"]
+        assert progress and "tried" in (progress[0][2] or "")
+        assert (workspace / "app.py").read_text() == (REPO / "examples" / "demo" / "app.py").read_text()
+
+        runs = await client.read_resource("redline://runs")
+        assert report["run_id"] in runs.contents[0].text  # type: ignore[union-attr]
+
+        # A changed file refuses the winner; the unchanged one takes it.
+        original = (workspace / "app.py").read_text()
+        (workspace / "app.py").write_text(original + "\n# edited\n")
+        refused = await client.call_tool("apply_winner", {"run_id": report["run_id"]})
+        assert refused.is_error and "changed since the run began" in refused.content[0].text  # type: ignore[union-attr]
+        (workspace / "app.py").write_text(original)
+        applied = data(await client.call_tool("apply_winner", {"run_id": report["run_id"]}))
+        assert applied["applied"] is True and "numba.njit" in (workspace / "app.py").read_text()
+
+
+async def test_errors_are_tool_errors_with_clear_words(workspace: Path) -> None:
+    async with Client(params(workspace)) as client:
+        bad = await client.call_tool("hotspots", {"traces": ["missing.json"]})
+        assert bad.is_error and "not found" in bad.content[0].text  # type: ignore[union-attr]
+        bad = await client.call_tool("optimise", {"file": "app.py", "function": "nope"})
+        assert bad.is_error and "no function 'nope'" in bad.content[0].text  # type: ignore[union-attr]
+
+
+async def test_cancel_kills_the_run_and_the_server_answers_on(workspace: Path) -> None:
+    (workspace / "slow.py").write_text(
+        "import time\n\ndef wait(x):\n    for _ in range(3):\n        time.sleep(x)\n    return x\n\n"
+        "def make_inputs(seed):\n    return (0.2,)\n")
+    before = workers()
+    async with Client(params(workspace)) as client:
+        started = anyio.Event()
+
+        async def on_progress(p: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        async def run() -> None:
+            await client.call_tool("optimise", {"file": "slow.py", "function": "wait", "budget": 4, "builtin": True},
+                                   progress_callback=on_progress)
+
+        with anyio.move_on_after(4) as scope:
+            await run()
+        assert scope.cancelled_caught
+        with anyio.fail_after(15):  # the server kills the sandboxed workers once it sees the cancellation
+            while workers() > before:
+                await anyio.sleep(0.1)
+        assert (await client.list_tools()).tools
