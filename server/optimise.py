@@ -177,6 +177,8 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
     ls.protocol.notify("redline/winner", {
         "runId": run_id, "uri": a.uri, "function": a.function, "speedup": w.speedup, "ci95": list(w.speedup_ci95),
         "diff": w.diff, "original": target.source, "proposed": new_source, "title": headline})
+    if _client_reviews(ls):
+        return  # the client shows its own diff review and answers with applyWinner / discardWinner
     choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
         type=lsp.MessageType.Info, message=f"redline: {headline}",
         actions=[lsp.MessageActionItem("Review"), lsp.MessageActionItem("Apply"), lsp.MessageActionItem("Discard")]))
@@ -192,6 +194,12 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
         uri = from_fs_path(str(diff_path))
         if uri:
             await ls.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+
+
+def _client_reviews(ls: RedlineServer) -> bool:
+    """Clients with their own review UI say so in `experimental.redlineWinnerReview`."""
+    exp = ls.client_capabilities.experimental
+    return isinstance(exp, dict) and bool(exp.get("redlineWinnerReview"))
 
 
 def _edit(old: str, new: str) -> lsp.TextEdit:

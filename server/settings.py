@@ -48,3 +48,45 @@ class ServerSettings(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             return current, f"redline setting {'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
+# Settings only the VS Code extension reads (how to start the server), and so not part of the model.
+EXTENSION_ONLY = {
+    "redline.interpreter": {
+        "type": "string", "default": "",
+        "description": "Python interpreter that runs the redline server; empty to use the Python extension's "
+                       "active interpreter.",
+        "scope": "resource",
+    },
+}
+
+
+def vscode_properties() -> dict[str, dict[str, Any]]:
+    """`contributes.configuration.properties` for the VS Code extension, derived from ServerSettings."""
+    schema = ServerSettings.model_json_schema()
+    out: dict[str, dict[str, Any]] = {}
+    for name, prop in schema["properties"].items():
+        entry: dict[str, Any] = {}
+        if "enum" in prop:
+            entry["type"] = "string"
+            entry["enum"] = prop["enum"]
+        else:
+            entry["type"] = prop["type"]
+        if prop.get("type") == "array":
+            entry["items"] = prop["items"]
+        for key, vs in (("minimum", "minimum"), ("maximum", "maximum"), ("exclusiveMinimum", "exclusiveMinimum")):
+            if key in prop:
+                entry[vs] = prop[key]
+        entry["default"] = prop["default"]
+        entry["description"] = prop["description"]
+        out[f"redline.{name}"] = entry
+    out.update(EXTENSION_ONLY)
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    json.dump(vscode_properties(), sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

@@ -1,0 +1,287 @@
+// The VS Code client: starts the Python server, shows what it sends, forwards what the user does.
+// Every decision lives in the server (redline.server); this file holds none.
+import * as path from "path";
+import * as vscode from "vscode";
+import {
+  ClientCapabilities,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  StaticFeature,
+  TransportKind,
+} from "vscode-languageclient/node";
+import {
+  flameGraphHtml,
+  HEAT_LEVELS,
+  HeatLine,
+  heatBuckets,
+  heatColour,
+  nonce,
+  pickInterpreter,
+  serverArgs,
+  serverEnv,
+  statusText,
+  Winner,
+  winnerTitle,
+} from "./logic";
+
+const SECRET_KEY = "redline.llmApiKey";
+const WINNER_SCHEME = "redline-winner";
+
+let client: LanguageClient | undefined;
+let output: vscode.OutputChannel;
+let status: vscode.StatusBarItem;
+let heatOn = true;
+const heat = new Map<string, HeatLine[]>();
+const winners = new Map<string, Winner>();
+let lastProfile: { traces: string[]; samples: number; errors: string[] } | undefined;
+let running = 0;
+const decorations: vscode.TextEditorDecorationType[] = [];
+
+class WinnerReview implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object), redlineWinnerReview: true };
+  }
+  initialize(): void {}
+  getState() {
+    return { kind: "static" as const };
+  }
+  clear(): void {}
+}
+
+async function interpreter(): Promise<string> {
+  const setting = vscode.workspace.getConfiguration("redline").get<string>("interpreter");
+  let fromPython: string | undefined;
+  const py = vscode.extensions.getExtension("ms-python.python");
+  if (py) {
+    try {
+      const api = py.isActive ? py.exports : await py.activate();
+      const env = api?.environments?.getActiveEnvironmentPath?.();
+      const resolved = env ? await api.environments.resolveEnvironment(env) : undefined;
+      fromPython = resolved?.executable?.uri?.fsPath ?? env?.path;
+    } catch (err) {
+      output.appendLine(`redline: could not ask the Python extension for an interpreter: ${err}`);
+    }
+  }
+  return pickInterpreter(setting, fromPython);
+}
+
+function settingsObject(): Record<string, unknown> {
+  const cfg = vscode.workspace.getConfiguration("redline");
+  const out: Record<string, unknown> = {};
+  const props = vscode.extensions.getExtension("redline-dev.redline")?.packageJSON?.contributes?.configuration?.properties ?? {};
+  for (const key of Object.keys(props)) {
+    const name = key.replace(/^redline\./, "");
+    if (name !== "interpreter") out[name] = cfg.get(name);
+  }
+  return out;
+}
+
+async function startClient(context: vscode.ExtensionContext): Promise<void> {
+  const python = await interpreter();
+  const apiKey = await context.secrets.get(SECRET_KEY);
+  output.appendLine(`redline: starting the server with ${python}`);
+  const serverOptions: ServerOptions = {
+    command: python,
+    args: serverArgs(),
+    transport: TransportKind.stdio,
+    options: { env: serverEnv(process.env, apiKey) },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: "file", language: "python" }],
+    outputChannel: output,
+    initializationOptions: settingsObject(),
+    synchronize: { configurationSection: "redline" },
+  };
+  client = new LanguageClient("redline", "redline", serverOptions, clientOptions);
+  client.registerFeature(new WinnerReview());
+  client.onNotification("redline/profileLoaded", (p) => {
+    lastProfile = p;
+    refreshStatus();
+  });
+  client.onNotification("redline/lineHeat", (p: { uri: string; lines: HeatLine[] }) => {
+    heat.set(p.uri, p.lines);
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.toString() === p.uri) paintHeat(editor);
+    }
+  });
+  client.onNotification("redline/winner", (w: Winner) => {
+    running = Math.max(0, running - 1);
+    refreshStatus();
+    winners.set(w.runId, w);
+    void reviewWinner(w);
+  });
+  client.onNotification("redline/runFinished", () => {
+    running = Math.max(0, running - 1);
+    refreshStatus();
+  });
+  await client.start();
+}
+
+function refreshStatus(): void {
+  status.text = statusText(lastProfile, running);
+  status.tooltip = lastProfile?.errors.join("\n") || lastProfile?.traces.join("\n") || "redline";
+  status.show();
+}
+
+function paintHeat(editor: vscode.TextEditor): void {
+  const lines = heatOn ? heat.get(editor.document.uri.toString()) ?? [] : [];
+  const buckets = heatBuckets(lines);
+  for (let level = 1; level <= HEAT_LEVELS; level++) {
+    const ranges = (buckets.get(level) ?? []).map((l) => new vscode.Range(l, 0, l, 0));
+    editor.setDecorations(decorations[level - 1], ranges);
+  }
+}
+
+function winnerUri(w: Winner): vscode.Uri {
+  const file = vscode.Uri.parse(w.uri);
+  return vscode.Uri.from({ scheme: WINNER_SCHEME, path: file.path, query: `run=${w.runId}` });
+}
+
+async function reviewWinner(w: Winner): Promise<void> {
+  await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(w.uri), winnerUri(w), winnerTitle(w));
+  const choice = await vscode.window.showInformationMessage(winnerTitle(w), "Accept", "Reject");
+  if (choice === "Accept") await acceptWinner(w.runId);
+  else if (choice === "Reject") await rejectWinner(w.runId);
+}
+
+function runIdOf(arg: unknown): string | undefined {
+  if (typeof arg === "string") return arg;
+  const uri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+  if (uri?.scheme === WINNER_SCHEME) return new URLSearchParams(uri.query).get("run") ?? undefined;
+  const ids = [...winners.keys()];
+  return ids[ids.length - 1];
+}
+
+async function acceptWinner(arg?: unknown): Promise<void> {
+  const runId = runIdOf(arg);
+  if (!runId || !client) return;
+  const result = (await client.sendRequest("workspace/executeCommand", {
+    command: "redline.applyWinner",
+    arguments: [{ runId }],
+  })) as { applied?: boolean; reason?: string; error?: string };
+  if (result?.applied) {
+    winners.delete(runId);
+    await vscode.commands.executeCommand("workbench.action.closeActiveEditor");
+    void vscode.window.showInformationMessage("redline: winner applied");
+  } else {
+    void vscode.window.showWarningMessage(`redline: not applied: ${result?.reason ?? result?.error ?? "unknown"}`);
+  }
+}
+
+async function rejectWinner(arg?: unknown): Promise<void> {
+  const runId = runIdOf(arg);
+  if (!runId || !client) return;
+  await client.sendRequest("workspace/executeCommand", { command: "redline.discardWinner", arguments: [{ runId }] });
+  winners.delete(runId);
+}
+
+async function optimiseHotspot(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const actions = (await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
+    "vscode.executeCodeActionProvider", editor.document.uri, editor.selection)) ?? [];
+  const action = actions.find((a) => a.title === "Optimise hotspot");
+  const command = action && "command" in action && typeof action.command === "object" ? action.command : undefined;
+  if (!command) {
+    void vscode.window.showInformationMessage("redline: the cursor is not in a hot function of the loaded profile");
+    return;
+  }
+  running += 1;
+  refreshStatus();
+  await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
+}
+
+async function loadProfileFile(uri?: vscode.Uri): Promise<void> {
+  const target = uri ?? (await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: "Load profile" }))?.[0];
+  if (!target || !client) return;
+  await client.sendRequest("workspace/executeCommand", { command: "redline.loadProfile", arguments: [target.fsPath] });
+}
+
+async function recordProfile(context: vscode.ExtensionContext): Promise<void> {
+  const cmd = await vscode.window.showInputBox({ prompt: "Command to record with py-spy", value: "python main.py" });
+  if (!cmd) return;
+  const python = await interpreter();
+  const terminal = vscode.window.createTerminal({ name: "redline profile" });
+  terminal.show();
+  terminal.sendText(`${python} -m redline.cli profile -- ${cmd}`);
+  void context;
+}
+
+let flamePanel: vscode.WebviewPanel | undefined;
+
+function showFlameGraph(context: vscode.ExtensionContext): void {
+  const trace = lastProfile?.traces.find((t) => /\.(json|txt)$/.test(t));
+  if (!trace) {
+    void vscode.window.showInformationMessage("redline: load a py-spy or speedscope profile first");
+    return;
+  }
+  const media = vscode.Uri.joinPath(context.extensionUri, "media", "speedscope");
+  const traceDir = vscode.Uri.file(path.dirname(trace));
+  flamePanel?.dispose();
+  flamePanel = vscode.window.createWebviewPanel("redlineFlameGraph", `Flame graph: ${path.basename(trace)}`,
+    vscode.ViewColumn.Beside, { enableScripts: true, localResourceRoots: [media, traceDir] });
+  const web = flamePanel.webview;
+  web.html = flameGraphHtml({
+    cspSource: web.cspSource,
+    nonce: nonce(),
+    indexScript: web.asWebviewUri(vscode.Uri.joinPath(media, "speedscope.js")).toString(),
+    cssUrl: web.asWebviewUri(vscode.Uri.joinPath(media, "speedscope.css")).toString(),
+    profileUrl: web.asWebviewUri(vscode.Uri.file(trace)).toString(),
+    title: path.basename(trace),
+  });
+}
+
+async function setApiKey(context: vscode.ExtensionContext): Promise<void> {
+  const key = await vscode.window.showInputBox({ prompt: "API key for the LLM endpoint (kept in VS Code's secret storage)",
+                                                 password: true, ignoreFocusOut: true });
+  if (key === undefined) return;
+  await context.secrets.store(SECRET_KEY, key);
+  await restart(context);
+}
+
+async function restart(context: vscode.ExtensionContext): Promise<void> {
+  if (client) await client.stop();
+  client = undefined;
+  await startClient(context);
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("redline");
+  status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
+  status.command = "redline.showFlameGraph";
+  for (let level = 1; level <= HEAT_LEVELS; level++) {
+    decorations.push(vscode.window.createTextEditorDecorationType({
+      isWholeLine: true, backgroundColor: heatColour(level), overviewRulerColor: heatColour(level),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    }));
+  }
+  context.subscriptions.push(output, status, ...decorations);
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(WINNER_SCHEME, {
+    provideTextDocumentContent(uri: vscode.Uri): string {
+      const run = new URLSearchParams(uri.query).get("run") ?? "";
+      return winners.get(run)?.proposed ?? "";
+    },
+  }));
+  context.subscriptions.push(
+    vscode.commands.registerCommand("redline.loadProfileFile", loadProfileFile),
+    vscode.commands.registerCommand("redline.recordProfile", () => recordProfile(context)),
+    vscode.commands.registerCommand("redline.optimiseHotspot", optimiseHotspot),
+    vscode.commands.registerCommand("redline.showFlameGraph", () => showFlameGraph(context)),
+    vscode.commands.registerCommand("redline.acceptWinner", acceptWinner),
+    vscode.commands.registerCommand("redline.rejectWinner", rejectWinner),
+    vscode.commands.registerCommand("redline.setApiKey", () => setApiKey(context)),
+    vscode.commands.registerCommand("redline.restartServer", () => restart(context)),
+    vscode.commands.registerCommand("redline.toggleHeat", () => {
+      heatOn = !heatOn;
+      vscode.window.visibleTextEditors.forEach(paintHeat);
+    }),
+    vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach(paintHeat)),
+  );
+  refreshStatus();
+  await startClient(context);
+}
+
+export async function deactivate(): Promise<void> {
+  if (client) await client.stop();
+}

@@ -1,0 +1,105 @@
+// Pure logic of the extension, kept free of the `vscode` module so it runs under `node --test`.
+
+export interface HeatLine {
+  line: number;
+  heat: number;
+  fraction: number;
+}
+
+export interface Winner {
+  runId: string;
+  uri: string;
+  function: string;
+  speedup: number;
+  ci95: [number, number];
+  diff: string;
+  original: string;
+  proposed: string;
+  title: string;
+}
+
+export const HEAT_LEVELS = 8;
+
+/** Lines grouped by heat level (1..HEAT_LEVELS); level 0 (cold) is left out. */
+export function heatBuckets(lines: HeatLine[], levels = HEAT_LEVELS): Map<number, number[]> {
+  const buckets = new Map<number, number[]>();
+  for (const l of lines) {
+    if (!(l.heat > 0)) continue;
+    const level = Math.min(levels, Math.max(1, Math.ceil(l.heat * levels)));
+    const list = buckets.get(level) ?? [];
+    list.push(l.line);
+    buckets.set(level, list);
+  }
+  return buckets;
+}
+
+/** Background colour of a heat level: transparent red growing with heat. */
+export function heatColour(level: number, levels = HEAT_LEVELS): string {
+  const alpha = (0.06 + 0.34 * (level / levels)).toFixed(3);
+  return `rgba(255, 64, 0, ${alpha})`;
+}
+
+/** The diff editor's title for a verified winner. */
+export function winnerTitle(w: Pick<Winner, "function" | "speedup" | "ci95">): string {
+  const [lo, hi] = w.ci95;
+  return `redline: ${w.function} — ${w.speedup.toFixed(2)}x faster (95% CI ${lo.toFixed(2)}–${hi.toFixed(2)})`;
+}
+
+/**
+ * Which interpreter starts the server: the `redline.interpreter` setting when set, else the Python
+ * extension's active environment, else `python3` from PATH.
+ */
+export function pickInterpreter(setting: string | undefined, fromPythonExtension: string | undefined): string {
+  if (setting && setting.trim()) return setting.trim();
+  if (fromPythonExtension && fromPythonExtension.trim()) return fromPythonExtension.trim();
+  return "python3";
+}
+
+export function serverArgs(): string[] {
+  return ["-m", "redline.cli", "serve"];
+}
+
+/** The server's environment: the parent's, plus the API key from secret storage (never a setting). */
+export function serverEnv(base: NodeJS.ProcessEnv, apiKey: string | undefined): NodeJS.ProcessEnv {
+  const env = { ...base };
+  if (apiKey) env.OPENAI_API_KEY = apiKey;
+  return env;
+}
+
+/** HTML of the flame-graph webview: speedscope's offline bundle under a strict content-security policy. */
+export function flameGraphHtml(opts: { cspSource: string; nonce: string; indexScript: string; profileUrl: string;
+                                       cssUrl: string; title: string }): string {
+  const csp = [
+    "default-src 'none'",
+    `img-src ${opts.cspSource} data:`,
+    `style-src ${opts.cspSource} 'unsafe-inline'`,
+    `script-src 'nonce-${opts.nonce}' ${opts.cspSource}`,
+    `connect-src ${opts.cspSource}`,
+    `font-src ${opts.cspSource}`,
+  ].join("; ");
+  const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+  return `<!DOCTYPE html>
+<html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<title>${esc(opts.title)}</title>
+<link rel="stylesheet" href="${esc(opts.cssUrl)}">
+</head><body>
+<script nonce="${opts.nonce}">window.location.hash = ${JSON.stringify("#profileURL=" + encodeURIComponent(opts.profileUrl) + "&title=" + encodeURIComponent(opts.title))};</script>
+<script nonce="${opts.nonce}" src="${esc(opts.indexScript)}"></script>
+</body></html>`;
+}
+
+export function nonce(random: () => number = Math.random): string {
+  const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  let out = "";
+  for (let i = 0; i < 32; i++) out += chars[Math.floor(random() * chars.length)];
+  return out;
+}
+
+/** Status-bar text from the server's `redline/profileLoaded`. */
+export function statusText(p: { traces: string[]; samples: number; errors: string[] } | undefined,
+                           running: number): string {
+  if (running > 0) return `$(sync~spin) redline: optimising (${running})`;
+  if (!p || p.traces.length === 0) return p && p.errors.length ? "$(warning) redline: trace error" : "redline: no profile";
+  return `$(flame) redline: ${p.traces.length} trace${p.traces.length === 1 ? "" : "s"} · ${p.samples.toLocaleString("en-US")} samples`;
+}

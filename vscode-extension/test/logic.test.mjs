@@ -1,0 +1,57 @@
+// Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, serverEnv, statusText, winnerTitle } from "./logic.js";
+
+test("heat buckets: hottest line at the top level, cold lines left out", () => {
+  const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
+                         { line: 5, heat: 0, fraction: 0 }], 8);
+  assert.deepEqual(b.get(8), [3]);
+  assert.deepEqual(b.get(1), [4]);
+  assert.equal([...b.values()].flat().includes(5), false);
+});
+
+test("heat colour grows with level", () => {
+  const alpha = (c) => Number(c.match(/([\d.]+)\)$/)[1]);
+  assert.ok(alpha(heatColour(8)) > alpha(heatColour(1)));
+});
+
+test("winner title carries speedup and interval", () => {
+  assert.equal(winnerTitle({ function: "f", speedup: 5.234, ci95: [4.8, 5.61] }),
+    "redline: f — 5.23x faster (95% CI 4.80–5.61)");
+});
+
+test("interpreter: setting, then the Python extension, then python3", () => {
+  assert.equal(pickInterpreter(" /venv/bin/python ", "/other/python"), "/venv/bin/python");
+  assert.equal(pickInterpreter("", "/other/python"), "/other/python");
+  assert.equal(pickInterpreter(undefined, undefined), "python3");
+});
+
+test("the API key reaches only the server's environment", () => {
+  const base = { PATH: "/bin" };
+  const env = serverEnv(base, "sk-secret");
+  assert.equal(env.OPENAI_API_KEY, "sk-secret");
+  assert.equal(base.OPENAI_API_KEY, undefined);
+  assert.equal(serverEnv(base, undefined).OPENAI_API_KEY, undefined);
+});
+
+test("flame graph HTML: strict CSP, nonce on every script, no remote sources", () => {
+  const html = flameGraphHtml({ cspSource: "vscode-resource:", nonce: "N0NCE", indexScript: "vscode-resource:/s.js",
+                                profileUrl: "vscode-resource:/p.json", cssUrl: "vscode-resource:/s.css", title: "t<x>" });
+  assert.match(html, /default-src 'none'/);
+  assert.match(html, /script-src 'nonce-N0NCE'/);
+  const scripts = html.match(/<script[^>]*>/g);
+  assert.ok(scripts.every((s) => s.includes('nonce="N0NCE"')));
+  assert.doesNotMatch(html, /https?:\/\//);
+  assert.match(html, /t&lt;x>/);
+});
+
+test("nonce is 32 characters of [A-Za-z0-9]", () => {
+  assert.match(nonce(), /^[A-Za-z0-9]{32}$/);
+});
+
+test("status text", () => {
+  assert.equal(statusText(undefined, 0), "redline: no profile");
+  assert.equal(statusText({ traces: ["a"], samples: 1234, errors: [] }, 0), "$(flame) redline: 1 trace · 1,234 samples");
+  assert.match(statusText({ traces: [], samples: 0, errors: [] }, 2), /optimising \(2\)/);
+});
