@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--apply", action="store_true", help="write the winner into FILE if it is unchanged")
     op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")
 
-    sub.add_parser("serve", help="the language server on stdio")
+    sv = sub.add_parser("serve", help="the language server on stdio")
+    sv.add_argument("--stdio", action="store_true", help="use stdio (the only transport; accepted because LSP clients pass it)")
     mc = sub.add_parser("mcp", help="MCP server on stdio: hotspots and verified optimisation as tools for agents")
     mc.add_argument("--root", type=Path, default=Path("."), help="workspace root (default: the current directory)")
     dm = sub.add_parser("demo", help="profile, show hotspots and optimise the bundled example, offline")

@@ -106,7 +106,7 @@ def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSetti
         if p.hottest_self < settings.threshold:
             continue
         r = _def_range(text, p.fn)
-        out.append(lsp.CodeLens(range=r, command=lsp.Command(title=f"🔥 {shares(p)}", command="")))
+        out.append(lsp.CodeLens(range=r, command=lsp.Command(title=shares(p), command="")))
         out.append(lsp.CodeLens(range=r, command=lsp.Command(
             title="Optimise", command=OPTIMISE_COMMAND, arguments=[{"uri": uri, "function": p.fn.qualname}])))
     return out

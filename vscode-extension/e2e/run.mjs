@@ -1,0 +1,125 @@
+// End to end: a real code-server with the redline VSIX, driven by headless Debian chromium.
+// Opens the demo workspace with a real py-spy profile, sees the code lens and the heat, runs
+// Optimise, sees the diff review, accepts, saves, and checks the file on disk changed.
+// Env: REDLINE_PYTHON (interpreter with redline installed), REDLINE_SCREENSHOTS (folder to keep screenshots).
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ext = join(here, "..");
+const repo = join(ext, "..");
+const python = process.env.REDLINE_PYTHON || join(repo, ".venv", "bin", "python");
+const shots = process.env.REDLINE_SCREENSHOTS || join(repo, "docs", "screenshots");
+const vsix = join(ext, "redline.vsix");
+const codeServer = join(here, "node_modules", ".bin", "code-server");
+
+function log(msg) {
+  console.log(`[e2e ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function main() {
+  if (!existsSync(vsix)) throw new Error(`${vsix} is missing: npm run package first`);
+  const work = mkdtempSync(join(tmpdir(), "redline-e2e-"));
+  const ws = join(work, "project");
+  mkdirSync(join(ws, ".vscode"), { recursive: true });
+  copyFileSync(join(repo, "examples", "demo", "app.py"), join(ws, "app.py"));
+  writeFileSync(join(ws, "redline.toml"), "");
+  log("recording a py-spy profile of the demo");
+  execFileSync(python, ["-m", "redline.cli", "profile", "-o", join(ws, ".redline", "app.speedscope.json"), "--rate", "200",
+                        "--", python, join(ws, "app.py")], { stdio: "inherit" });
+  writeFileSync(join(ws, ".vscode", "settings.json"), JSON.stringify({
+    "redline.interpreter": python, "redline.budget": 2, "redline.rounds": 1,
+    "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
+    "editor.codeLens": true, "workbench.tips.enabled": false,
+  }, null, 2));
+  const userData = join(work, "user"), extDir = join(work, "extensions");
+  log("installing the VSIX into code-server");
+  execFileSync(codeServer, ["--user-data-dir", userData, "--extensions-dir", extDir, "--install-extension", vsix],
+               { stdio: "inherit" });
+  const port = await freePort();
+  const server = spawn(codeServer, ["--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
+                                    "--disable-update-check", "--disable-workspace-trust", "--user-data-dir", userData,
+                                    "--extensions-dir", extDir, ws], { stdio: ["ignore", "pipe", "pipe"] });
+  let serverLog = "";
+  server.stdout.on("data", (d) => (serverLog += d));
+  server.stderr.on("data", (d) => (serverLog += d));
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium", headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    for (let i = 0; i < 60; i++) {
+      try {
+        await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`, { timeout: 5000 });
+        break;
+      } catch {
+        await page.waitForTimeout(500);
+      }
+    }
+    await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
+    log("workbench up; opening app.py");
+    await page.keyboard.press("Control+P");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.keyboard.type("app.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "app.py" }).first().waitFor({ timeout: 30000 });
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".monaco-editor .view-lines", { timeout: 30000 });
+    log("waiting for redline's code lens");
+    const lens = page.locator(".codelens-decoration a", { hasText: "Optimise" }).first();
+    await lens.waitFor({ timeout: 120000 });
+    const lensText = await page.locator(".codelens-decoration").first().innerText();
+    if (!/self \d+%/.test(lensText)) throw new Error(`code lens without shares: ${lensText}`);
+    const heatLines = await page.evaluate(() => [...document.querySelectorAll(".view-overlays div")]
+      .filter((el) => getComputedStyle(el).backgroundColor.includes("255, 64, 0")).length);
+    if (heatLines < 1) throw new Error("heat decorations are not on any line");
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: join(shots, "lens-and-heat.png") });
+    log(`lens "${lensText}", ${heatLines} heat lines; running Optimise`);
+    await lens.click();
+    const diffTab = page.locator(".tab", { hasText: "faster" }).first();
+    await diffTab.waitFor({ timeout: 240000 });
+    await page.waitForSelector(".monaco-diff-editor", { timeout: 30000 });
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: join(shots, "diff-review.png") });
+    const title = await diffTab.innerText();
+    log(`diff review open: ${title.replace(/\s+/g, " ")}`);
+    const accept = page.locator(".notifications-toasts .monaco-button", { hasText: "Accept" }).first();
+    await accept.waitFor({ timeout: 30000 });
+    await accept.click();
+    await page.locator(".notifications-toasts", { hasText: "winner applied" }).first().waitFor({ timeout: 60000 });
+    await page.keyboard.press("Control+S");
+    for (let i = 0; i < 40 && !readFileSync(join(ws, "app.py"), "utf8").includes("numba.njit"); i++) {
+      await page.waitForTimeout(250);
+    }
+    const after = readFileSync(join(ws, "app.py"), "utf8");
+    if (!after.includes("@numba.njit")) throw new Error("the accepted winner did not reach the file");
+    log("accepted winner saved to app.py: OK");
+  } catch (err) {
+    const pages = browser.contexts().flatMap((c) => c.pages());
+    if (pages[0]) await pages[0].screenshot({ path: join(work, "failure.png") }).catch(() => {});
+    console.error(`e2e failed: ${err.message}\nscreenshot: ${join(work, "failure.png")}\ncode-server log tail:\n${serverLog.slice(-3000)}`);
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+    server.kill("SIGTERM");
+  }
+}
+
+await main();
