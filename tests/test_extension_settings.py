@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from helpers import REPO
-
 from redline.server.settings import EXTENSION_ONLY, ServerSettings, vscode_properties
 
 
