@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--timeout", type=float, default=60.0, help="wall-clock deadline per sandbox request, seconds")
     op.add_argument("--json", dest="json_report", type=Path, help="write the report JSON here")
     op.add_argument("--apply", action="store_true", help="write the winner into FILE if it is unchanged")
+    op.add_argument("--resume", metavar="RUN_ID", help="continue an earlier run (its log under .redline/runs/)")
     op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")
 
     sv = sub.add_parser("serve", help="the language server on stdio")

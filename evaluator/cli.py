@@ -101,7 +101,7 @@ def run_optimise(args: argparse.Namespace) -> int:
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
     try:
         settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
-        report = optimise(target, proposers, settings, budget, progress, cancel)
+        report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume)
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE

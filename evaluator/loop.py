@@ -65,15 +65,24 @@ def unified_diff(target: Target, new_source: str) -> str:
 def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
              budget: Budget | None = None, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None, runs_dir: Path | None = None,
-             evaluator: Evaluator | None = None) -> Report:
-    """Run the search on one target and return the report (nothing is written to the target)."""
+             evaluator: Evaluator | None = None, resume: str | None = None) -> Report:
+    """Run the search on one target and return the report (nothing is written to the target).
+
+    With `resume`, an earlier run's candidates (from its log under `.redline/runs/`) are taken
+    back into the archive, not evaluated again, and the search goes on from the next round.
+    """
     settings = settings or EvalSettings()
     budget = budget or Budget()
     cancel = cancel or threading.Event()
     say = progress or (lambda event, data: None)
-    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    run_dir = (runs_dir or target.project_root / ".redline" / "runs") / run_id
+    root = runs_dir or target.project_root / ".redline" / "runs"
+    run_id = resume or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    run_dir = root / run_id
+    earlier = _resumed(run_dir, target) if resume else []
     (run_dir / "candidates").mkdir(parents=True, exist_ok=True)
+    if not resume:
+        (run_dir / "meta.json").write_text(json.dumps({"file": str(target.file), "function": target.qualname,
+                                                       "sha256": target.digest}))
     started = time.monotonic()
     config = _config(target)
     if settings.rtol is None and settings.atol is None:
@@ -81,9 +90,13 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
         settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
     ev = evaluator or Evaluator(target, settings)
     archive = Archive()
+    for r in earlier:
+        archive.add(r)
+    seen_code = {r.code.strip() for r in earlier}
+    first_round = max((r.round for r in earlier), default=0) + 1
     tokens = 0
     stale = 0
-    notes: list[str] = []
+    notes: list[str] = [f"resumed with {len(earlier)} earlier candidates"] if resume else []
     finished = threading.Event()
 
     def watch_cancel() -> None:
@@ -94,7 +107,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
 
     threading.Thread(target=watch_cancel, name="redline-cancel", daemon=True).start()
     try:
-        for round_ in range(1, budget.rounds + 1):
+        for round_ in range(first_round, first_round + budget.rounds):
             if cancel.is_set():
                 notes.append("cancelled")
                 break
@@ -111,6 +124,9 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
             best_before = archive.best.speedup if archive.best else 0.0
             for prop in proposals:
                 tokens += prop.tokens
+                if prop.code.strip() in seen_code:
+                    continue  # the same code was measured already
+                seen_code.add(prop.code.strip())
                 if cancel.is_set() or len(archive.results) >= budget.candidates or tokens > budget.tokens \
                         or time.monotonic() - started > budget.wall_s:
                     break
@@ -201,6 +217,25 @@ def _pick_winner(target: Target, archive: Archive, ev: Evaluator, command: list[
         notes.append(f"{cand.id} is faster but breaks the project's tests ({' '.join(reg.command)}: {last[0]}); "
                      "not offered")
     return None, None
+
+
+def _resumed(run_dir: Path, target: Target) -> list[CandidateResult]:
+    """The candidates an earlier run logged, with their code; refuses a run of other code."""
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+        lines = (run_dir / "results.jsonl").read_text().splitlines() if (run_dir / "results.jsonl").exists() else []
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TargetError(f"cannot resume {run_dir.name}: {exc}")
+    if meta.get("function") != target.qualname or meta.get("sha256") != target.digest:
+        raise TargetError(f"cannot resume {run_dir.name}: it optimised other code ({meta.get('function')} in a "
+                          "different version of the file); start a new run")
+    out = []
+    for line in lines:
+        entry = json.loads(line)
+        code_path = run_dir / "candidates" / f"{entry['id']}.py"
+        entry["code"] = code_path.read_text() if code_path.exists() else ""
+        out.append(CandidateResult.model_validate(entry))
+    return out
 
 
 def _log(run_dir: Path, result: CandidateResult, prop: Proposal) -> None:

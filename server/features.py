@@ -93,6 +93,8 @@ def inlay_hints(text: str, placed: list[Placed], settings: ServerSettings, rng: 
         r = _def_range(text, p.fn)
         if r.start.line < rng.start.line or r.start.line > rng.end.line:
             continue
+        if max(s.total_fraction for s in p.spots) < settings.threshold:
+            continue  # a cold function gets no hint
         out.append(lsp.InlayHint(position=r.end, label=shares(p), padding_left=True,
                                  tooltip=f"redline: share of the loaded profile's weight in {p.fn.qualname}"))
     return out

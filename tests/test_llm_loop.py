@@ -48,3 +48,27 @@ def test_client_errors_are_not_retried_and_do_not_crash(tmp_path: Path) -> None:
         doc, _ = run(tmp_path, server, "--rounds", "1")
     assert len(server.requests) == 2  # one per requested candidate, no retries on 400
     assert doc["winner"] is None and "llm failed" in " ".join(doc["notes"])
+
+
+def test_resume_keeps_the_measured_candidates_and_goes_on(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": WRONG}, {"reply": GARBAGE}]) as server:
+        first, _ = run(tmp_path, server, "--rounds", "1", "--budget", "2")
+    assert first["winner"] is None and len(first["candidates"]) == 2
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": WRONG}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--budget", "4", "--resume", first["run_id"])
+        prompt = server.requests[0]["messages"][-1]["content"]
+    assert doc["run_id"] == first["run_id"] and "resumed with 2 earlier candidates" in doc["notes"]
+    assert [c["round"] for c in doc["candidates"]][:2] == [1, 1] and doc["candidates"][2]["round"] == 2
+    assert doc["winner"] is not None and "wrong result" in prompt  # round 2 learnt from the resumed round 1
+    ids = [c["id"] for c in doc["candidates"]]
+    assert len(ids) == len(set(ids)) == 3  # WRONG again is the same code: not measured twice
+
+
+def test_resume_refuses_a_changed_file(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": WRONG}, {"reply": WRONG}]) as server:
+        first, _ = run(tmp_path, server, "--rounds", "1", "--budget", "1")
+    (tmp_path / "target.py").write_text((tmp_path / "target.py").read_text() + "\n# edited\n")
+    env = {**os.environ, "OPENAI_API_KEY": "x"}
+    res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--no-builtin", "--base-url", "http://127.0.0.1:9/v1",
+                  "--resume", first["run_id"], cwd=tmp_path, env=env)
+    assert res.returncode == 2 and "cannot resume" in res.stderr
