@@ -75,11 +75,9 @@ async function main() {
     }
     await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
     log("workbench up; opening app.py");
-    await page.keyboard.press("Control+P");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
-    await page.keyboard.type("app.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "app.py" }).first().waitFor({ timeout: 30000 });
-    await page.keyboard.press("Enter");
+    const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "app.py" }).first();
+    await row.waitFor({ timeout: 60000 });
+    await row.click();
     await page.waitForSelector(".monaco-editor .view-lines", { timeout: 30000 });
     log("waiting for redline's code lens");
     const lens = page.locator(".codelens-decoration a", { hasText: "Optimise" }).first();
@@ -91,7 +89,46 @@ async function main() {
     if (heatLines < 1) throw new Error("heat decorations are not on any line");
     mkdirSync(shots, { recursive: true });
     await page.screenshot({ path: join(shots, "lens-and-heat.png") });
-    log(`lens "${lensText}", ${heatLines} heat lines; running Optimise`);
+    log(`lens "${lensText}", ${heatLines} heat lines; opening the flame graph`);
+    const lnItem = page.locator(".statusbar-item", { hasText: /Ln \d+/ }).first();
+    const before = await lnItem.innerText();
+    await page.keyboard.press("Control+Shift+P");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.keyboard.type("redline: Show flame graph");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Show flame graph" }).first().waitFor({ timeout: 30000 });
+    await page.keyboard.press("Enter");
+    const flame = page.frameLocator("iframe.webview").frameLocator("iframe#active-frame");
+    await flame.locator("canvas").first().waitFor({ timeout: 60000 });
+    await page.waitForTimeout(1500);  // speedscope lays out the chart after loading the profile
+    await page.screenshot({ path: join(shots, "flame-graph.png") });
+    // speedscope draws on one canvas over the whole view; frames of the flame chart start below
+    // its overview strip and time ruler, about 150 px down.
+    const canvases = flame.locator("canvas");
+    let box = null;
+    for (let i = 0; i < await canvases.count(); i++) {
+      const b = await canvases.nth(i).boundingBox();
+      if (b && (!box || b.width * b.height > box.width * box.height)) box = b;
+    }
+    let revealed = null;
+    for (const y of [152, 172, 192, 212]) {
+      await page.mouse.move(box.x + box.width * 0.6, box.y + y);
+      await page.waitForTimeout(300);
+      await page.mouse.click(box.x + box.width * 0.6, box.y + y);
+      try {
+        await page.locator(".statusbar-item", { hasText: /Ln \d+/ }).first().waitFor({ timeout: 2000 });
+        const now = await lnItem.innerText();
+        if (now !== before) { revealed = now; break; }
+      } catch { /* the click landed on no frame with a file */ }
+    }
+    if (!revealed) throw new Error("clicking a frame in the flame graph revealed no source line");
+    log(`flame graph click revealed the source: ${revealed}`);
+    // Back to the hot function (the reveal scrolled the editor to the clicked frame's line).
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.keyboard.type("16");
+    await page.keyboard.press("Enter");
+    await lens.waitFor({ timeout: 30000 });
+    log("running Optimise");
     await lens.click();
     const diffTab = page.locator(".tab", { hasText: "faster" }).first();
     await diffTab.waitFor({ timeout: 240000 });

@@ -18,6 +18,7 @@ import {
   heatColour,
   nonce,
   pickInterpreter,
+  revealTarget,
   serverArgs,
   serverEnv,
   statusText,
@@ -222,6 +223,18 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
   flamePanel = vscode.window.createWebviewPanel("redlineFlameGraph", `Flame graph: ${path.basename(trace)}`,
     vscode.ViewColumn.Beside, { enableScripts: true, localResourceRoots: [media, traceDir] });
   const web = flamePanel.webview;
+  web.onDidReceiveMessage(async (msg) => {
+    const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const where = revealTarget(msg, root);
+    if (!where) return;
+    try {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(where.file));
+      const pos = new vscode.Position(where.line - 1, 0);
+      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(pos, pos) });
+    } catch (err) {
+      void vscode.window.showWarningMessage(`redline: cannot open ${where.file}: ${err}`);
+    }
+  });
   web.html = flameGraphHtml({
     cspSource: web.cspSource,
     nonce: nonce(),

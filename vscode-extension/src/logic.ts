@@ -86,7 +86,32 @@ export function flameGraphHtml(opts: { cspSource: string; nonce: string; indexSc
 </head><body>
 <script nonce="${opts.nonce}">window.location.hash = ${JSON.stringify("#profileURL=" + encodeURIComponent(opts.profileUrl) + "&title=" + encodeURIComponent(opts.title))};</script>
 <script nonce="${opts.nonce}" src="${esc(opts.indexScript)}"></script>
+<script nonce="${opts.nonce}">${REVEAL_SCRIPT}</script>
 </body></html>`;
+}
+
+// Clicking a frame in speedscope's canvas reveals its source: at the click, speedscope's hover
+// tooltip shows the frame's "file:line"; the webview posts it to the extension.
+const REVEAL_SCRIPT = `(() => {
+  const vscode = acquireVsCodeApi();
+  document.addEventListener("click", (event) => {
+    if (!(event.target instanceof HTMLCanvasElement)) return;
+    for (const el of document.querySelectorAll("div")) {
+      if (el.childElementCount !== 0) continue;
+      const m = /^(.*[./].*\\S):(\\d+)$/.exec((el.textContent || "").trim());
+      if (m) { vscode.postMessage({ type: "reveal", file: m[1], line: Number(m[2]) }); return; }
+    }
+  }, true);
+})();`;
+
+/** Where a frame the flame graph names lives: absolute paths as they are, others under the workspace. */
+export function revealTarget(msg: unknown, workspaceRoot: string | undefined): { file: string; line: number } | undefined {
+  if (typeof msg !== "object" || msg === null) return undefined;
+  const m = msg as { type?: unknown; file?: unknown; line?: unknown };
+  if (m.type !== "reveal" || typeof m.file !== "string" || typeof m.line !== "number" || !(m.line >= 1)) return undefined;
+  if (m.file.startsWith("<")) return undefined; // <frozen ...>, <string>: no file to open
+  const file = m.file.startsWith("/") || !workspaceRoot ? m.file : `${workspaceRoot.replace(/\/$/, "")}/${m.file}`;
+  return { file, line: Math.floor(m.line) };
 }
 
 export function nonce(random: () => number = Math.random): string {

@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, serverEnv, statusText, winnerTitle } from "./logic.js";
+import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, revealTarget, serverEnv, statusText, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -54,4 +54,12 @@ test("status text", () => {
   assert.equal(statusText(undefined, 0), "redline: no profile");
   assert.equal(statusText({ traces: ["a"], samples: 1234, errors: [] }, 0), "$(flame) redline: 1 trace · 1,234 samples");
   assert.match(statusText({ traces: [], samples: 0, errors: [] }, 2), /optimising \(2\)/);
+});
+
+test("reveal: frames map onto files, bad messages are ignored", () => {
+  assert.deepEqual(revealTarget({ type: "reveal", file: "/abs/app.py", line: 12 }, "/ws"), { file: "/abs/app.py", line: 12 });
+  assert.deepEqual(revealTarget({ type: "reveal", file: "pkg/mod.py", line: 3 }, "/ws/"), { file: "/ws/pkg/mod.py", line: 3 });
+  assert.equal(revealTarget({ type: "reveal", file: "<frozen importlib._bootstrap>", line: 3 }, "/ws"), undefined);
+  assert.equal(revealTarget({ type: "reveal", file: "a.py", line: 0 }, "/ws"), undefined);
+  assert.equal(revealTarget("nonsense", "/ws"), undefined);
 });
