@@ -176,7 +176,7 @@ class Evaluator:
                 return CandidateResult(status="infra_error", reason="the reference stopped loading: "
                                        + _error_line(ref_load.error), **base)
             self._gate(worker, reference)
-            return self._time(worker, reference, base)
+            return self._time(worker, reference, base, ref_load.gpu)
         except Rejected as rej:
             return CandidateResult(status=rej.status, reason=rej.reason, error_tail=rej.tail[-3000:], **base)
 
@@ -237,7 +237,8 @@ class Evaluator:
             raise Rejected("rejected_exploit", f"{who} reported {len(reply.times)} call times for {len(seeds)} calls")
         return reply, wall, cpu_before
 
-    def _time(self, cand: Worker, reference: Worker, base: dict[str, Any]) -> CandidateResult:
+    def _time(self, cand: Worker, reference: Worker, base: dict[str, Any],
+              gpu_info: dict[str, Any] | None = None) -> CandidateResult:
         s = self.settings
         # Warm-up (JIT compilation, caches) on both sides until per-call times settle.
         est = {}
@@ -254,6 +255,10 @@ class Evaluator:
         n = max(1, min(500, int(s.batch_s / max(per_call, 1e-7))))
         base_rounds: list[list[float]] = []
         cand_rounds: list[list[float]] = []
+        energy: dict[str, list[float]] = {"candidate": [], "reference": []}
+        calls: dict[str, int] = {"candidate": 0, "reference": 0}
+        bytes_moved = 0
+        gpu_state: dict[str, Any] | None = None
         start = time.perf_counter()
         last_cand_cpu_end: float | None = None
         while True:
@@ -277,6 +282,16 @@ class Evaluator:
                         raise Rejected("rejected_exploit", f"its timer reports {reply.batch_s:.4f}s for a batch the "
                                        f"harness measured at {wall:.4f}s (patched timer)")
                 replies[who] = reply
+            cr, rr = replies["candidate"], replies["reference"]
+            if cr.side_stream_s > 0 and rr.side_stream_s == 0:
+                raise Rejected("rejected_exploit", f"left work running on other CUDA streams after returning "
+                               f"({cr.side_stream_s * 1e3:.3f} ms still queued); join side streams before returning")
+            for who, r in (("candidate", cr), ("reference", rr)):
+                if r.energy_j is not None:
+                    energy[who].append(r.energy_j)
+                    calls[who] += len(r.times)
+            bytes_moved = max(bytes_moved, rr.bytes_moved)
+            gpu_state = cr.gpu or gpu_state
             if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
                 raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
             for k, ref_out in replies["reference"].outputs.items():
@@ -297,8 +312,20 @@ class Evaluator:
         cand_times = [t for r in cand_rounds for t in r]
         base_times = [t for r in base_rounds for t in r]
         self.baseline.times.extend(base_times)
-        fields = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
-                      speedup_ci95=ci, baseline_median_s=median(base_times))
+        fields: dict[str, Any] = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
+                                      speedup_ci95=ci, baseline_median_s=median(base_times))
+        if gpu_state is not None:
+            fields["gpu"] = {k: v for k, v in gpu_state.items() if isinstance(v, (int, float, str))}
+        if calls["candidate"] and calls["reference"]:
+            fields["energy_j_per_call"] = sum(energy["candidate"]) / calls["candidate"]
+            fields["baseline_energy_j_per_call"] = sum(energy["reference"]) / calls["reference"]
+        ceiling = (gpu_info or {}).get("copy_bandwidth_Bps")
+        if ceiling and bytes_moved:
+            implied = bytes_moved / fields["median_s"]
+            if implied > 1.25 * ceiling:
+                raise Rejected("rejected_exploit", f"moves at least {bytes_moved / 1e6:.1f} MB per call, which at "
+                               f"{fields['median_s'] * 1e6:.1f} µs is {implied / 1e12:.2f} TB/s: beyond the measured "
+                               f"copy bandwidth of {ceiling / 1e12:.2f} TB/s, so work is being skipped")
         if speedup >= 1 + s.threshold and ci[0] > 1:
             return CandidateResult(status="ok", reason=f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f})",
                                    **fields, **base)

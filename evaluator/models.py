@@ -64,6 +64,9 @@ class CandidateResult(_Model):
     error_tail: str = ""
     cpu_s: float | None = None
     approach: str = ""
+    gpu: dict[str, float | str] | None = None  # device name, clocks, temperature during timing (NVML)
+    energy_j_per_call: float | None = None
+    baseline_energy_j_per_call: float | None = None
 
 
 class Winner(_Model):

@@ -52,3 +52,8 @@ class Reply(_Msg):
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0
+    # CUDA only
+    gpu: dict[str, Any] | None = None
+    side_stream_s: float = 0.0
+    energy_j: float | None = None
+    bytes_moved: int = 0

@@ -263,7 +263,8 @@ class LocalBackend(ExecutionBackend):
     def has_namespaces(self) -> bool:
         return self._bwrap is not None
 
-    def _wrap(self, cmd: list[str], scratch: Path, python: str, visible: set[str], cwd: Path | None = None) -> list[str]:
+    def _wrap(self, cmd: list[str], scratch: Path, python: str, visible: set[str], cwd: Path | None = None,
+              gpu: bool = False) -> list[str]:
         """`cmd` under bwrap: read-only filesystem, private /tmp with `visible` bound back read-only
         (projects and interpreters may live under /tmp), `scratch` writable, no network."""
         if not self._bwrap:
@@ -273,17 +274,20 @@ class LocalBackend(ExecutionBackend):
         binds = []
         for path in sorted(p for p in wanted if p.startswith("/tmp/")):
             binds += ["--ro-bind-try", path, path]
-        return [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        # A GPU worker needs the host's device nodes (/dev/nvidia*); others get a minimal /dev.
+        dev = ["--dev-bind", "/dev", "/dev"] if gpu else ["--dev", "/dev"]
+        return [self._bwrap, "--ro-bind", "/", "/", *dev, "--proc", "/proc", "--tmpfs", "/tmp",
                 *binds, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
                 "--die-with-parent", "--chdir", str(cwd or scratch), *cmd]
 
     def _popen(self, cmd: list[str], scratch: Path, limits: Limits, cwd: Path, stdout: Any, stderr: Any,
-               pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+               pass_fds: tuple[int, ...] = (), gpu: bool = False) -> subprocess.Popen[bytes]:
         def limit() -> None:
             _no_aslr()
             resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
-            mem = limits.memory_mb << 20
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            if not gpu:  # a CUDA context reserves far more address space than any sane limit
+                mem = limits.memory_mb << 20
+                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
             fsize = limits.file_mb << 20
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -302,9 +306,10 @@ class LocalBackend(ExecutionBackend):
         spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
         stderr_path = scratch / ".stderr"
         visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
-        cmd = self._wrap([python, "-X", "utf8", str(WORKER)], scratch, python, visible)
+        gpu = spec.get("device") == "cuda"
+        cmd = self._wrap([python, "-X", "utf8", str(WORKER)], scratch, python, visible, gpu=gpu)
         with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
-            proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,))
+            proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,), gpu=gpu)
         os.close(write_fd)
         worker = Worker(proc, read_fd, scratch, stderr_path, self.isolation)
         worker.send(spec)

@@ -222,6 +222,9 @@ class Subject:
             self.make_inputs = getattr(inputs_mod, spec["inputs_func"])
         else:
             self.make_inputs = None
+        global _cuda
+        if spec.get("device") == "cuda":
+            _cuda = Cuda()
         code = spec.get("candidate")
         if code is not None:
             for mod_name in spec.get("preimport", []):
@@ -279,10 +282,84 @@ def _seed_all(seed: int) -> None:
         torch.manual_seed(seed)
 
 
+class Cuda:
+    """The harness's handles on CUDA, bound before candidate code runs (a candidate that replaces
+    torch.cuda.synchronize cannot blind the harness, and the replacement is reported)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self.sync = torch.cuda.synchronize
+        self.current_stream = torch.cuda.current_stream
+        props = torch.cuda.get_device_properties(0)
+        self.name = props.name
+        l2 = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
+        # Written before every timed call: twice the L2 size evicts what the last call left there.
+        self.flush = torch.empty(max(2 * l2 // 4, 1 << 20), dtype=torch.float32, device="cuda")
+        self.bandwidth = self._copy_bandwidth()
+        _watched[("torch.cuda", "synchronize")] = torch.cuda.synchronize
+        _watched[("torch.cuda", "Event")] = torch.cuda.Event
+        self.nvml = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        except Exception:  # NVML is optional: energy and clocks are then not reported
+            self.nvml = None
+
+    def _copy_bandwidth(self) -> float:
+        """Device-to-device copy bandwidth, bytes read plus written per second (the plausibility ceiling)."""
+        torch = self.torch
+        src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        self.sync()
+        t0 = _perf()
+        for _ in range(10):
+            dst.copy_(src)
+        self.sync()
+        dt = (_perf() - t0) * 1e-9
+        return 2 * src.numel() * 10 / dt
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.nvml is not None:
+            n, h = self.nvml, self.handle
+            try:
+                out.update(sm_clock_mhz=n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+                           mem_clock_mhz=n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM),
+                           temperature_c=n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+                           power_w=n.nvmlDeviceGetPowerUsage(h) / 1000.0)
+            except Exception:
+                pass
+        return out
+
+    def energy_j(self) -> float | None:
+        if self.nvml is None:
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)) / 1000.0
+        except Exception:
+            return None
+
+
+_cuda: Cuda | None = None
+
+
 def _sync() -> None:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+    if _cuda is not None:
+        _cuda.sync()
+
+
+def _nbytes(value: Any) -> int:
+    total = 0
+    for b in buffers(value):
+        nb = getattr(b, "nbytes", None)
+        total += int(nb) if nb is not None else 0
+    return total
 
 
 def _tamper() -> list[str]:
@@ -336,16 +413,27 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     reused = False
     threads_before = threading.active_count()
     prev_out: Any = None
+    cuda = _cuda
+    side_stream = 0.0
+    energy0 = cuda.energy_j() if cuda else None
     start = _perf()
     for i, (args, fn) in enumerate(prepared):
+        if cuda is not None:
+            cuda.flush.zero_()  # a cold L2 for every timed call
+            cuda.sync()
         t0 = _perf()
         try:
             out = fn(*args)
-            _sync()
+            if cuda is not None:
+                cuda.current_stream().synchronize()
+                t_stream = _perf()
+                cuda.sync()  # every stream of the device: work left on other streams is timed too
         except BaseException:
             errors = traceback.format_exc(limit=6)[-2000:]
             break
         t1 = _perf()
+        if cuda is not None and t1 - t_stream > max(0.2 * (t1 - t0), 50_000):
+            side_stream = max(side_stream, (t1 - t_stream) * 1e-9)
         times.append((t1 - t0) * 1e-9)
         if prev_out is not None and any(shares(a, b) for a in buffers(out) for b in buffers(prev_out)):
             reused = True
@@ -353,8 +441,14 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             kept[str(i)] = encode(out)  # encoded at once: work finishing later is not seen
         prev_out = out
     total = (_perf() - start) * 1e-9
+    extra: dict[str, Any] = {}
+    if cuda is not None:
+        energy1 = cuda.energy_j()
+        extra = {"gpu": cuda.state(), "side_stream_s": side_stream,
+                 "energy_j": (energy1 - energy0) if energy0 is not None and energy1 is not None else None,
+                 "bytes_moved": _nbytes(list(prepared[0][0])) + (_nbytes(prev_out) if prev_out is not None else 0)}
     return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
-            "threads_left": threading.active_count() - threads_before, "tamper": _tamper()}
+            "threads_left": threading.active_count() - threads_before, "tamper": _tamper(), **extra}
 
 
 def main() -> None:
@@ -376,7 +470,8 @@ def main() -> None:
         reply({"op": "load", "ok": False, "error": {"type": f"{_type(exc).__qualname__}", "message": str(exc)[:500],
                                                     "tb": traceback.format_exc(limit=8)[-3000:]}})
         return
-    reply({"op": "load", "ok": True, "tamper": _tamper()})
+    reply({"op": "load", "ok": True, "tamper": _tamper(),
+           **({"gpu": {**_cuda.state(), "copy_bandwidth_Bps": _cuda.bandwidth}} if _cuda is not None else {})})
     for line in sys.stdin:
         req = json.loads(line)
         try:

@@ -52,5 +52,50 @@ class TorchCompileProposer(Proposer):
         return out
 
 
+_KNOB = re.compile(r"\b(?P<name>BLOCK\w*|num_warps|num_stages)\s*(?::\s*int\s*)?=\s*(?P<value>\d+)")
+
+
+class TritonConfigProposer(Proposer):
+    """A search over the launch configuration of a Triton launch wrapper: its integer defaults for
+    block sizes, `num_warps` and `num_stages` (the wrapper's signature names them)."""
+
+    name = "triton-config"
+    max_variants = 6
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        t = ctx.target
+        if ctx.round != 1 or "triton" not in t.source or "." in t.qualname:
+            return []
+        src = textwrap.dedent(t.function_source)
+        header = src.split(":\n", 1)[0]
+        knobs = {m.group("name"): int(m.group("value")) for m in _KNOB.finditer(header)}
+        if not knobs:
+            return []
+        options: dict[str, list[int]] = {}
+        for name, value in knobs.items():
+            if name.startswith("BLOCK"):
+                options[name] = [v for v in (value // 4, value // 2, value * 2) if v >= 16]
+            elif name == "num_warps":
+                options[name] = [v for v in (2, 4, 8, 16) if v != value]
+            else:
+                options[name] = [v for v in (1, 2, 3, 4) if v != value]
+        variants: list[dict[str, int]] = []
+        for name, values in options.items():  # one knob at a time first, then pairs
+            variants += [{name: v} for v in values]
+        names = list(options)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                variants += [{a: va, b: vb} for va in options[a][:2] for vb in options[b][:2]]
+        out = []
+        for change in variants[:self.max_variants]:
+            new_header = header
+            for name, value in change.items():
+                new_header = re.sub(rf"(\b{name}\s*(?::\s*int\s*)?=\s*)\d+", rf"\g<1>{value}", new_header)
+            label = ", ".join(f"{k}={v}" for k, v in change.items())
+            out.append(Proposal(code=src.replace(header, new_header, 1), origin="builtin:triton-config",
+                                approach=f"triton config {label}", trusted=True))
+        return out
+
+
 def builtin_proposers() -> list[Proposer]:
-    return [NumbaProposer(), TorchCompileProposer()]
+    return [NumbaProposer(), TorchCompileProposer(), TritonConfigProposer()]

@@ -1,0 +1,3 @@
+def gelu_bias(x, b):
+    y = (x + b).to(torch.float8_e4m3fn).to(torch.bfloat16)
+    return 0.5 * y * (1.0 + torch.tanh(0.7978845608 * (y + 0.044715 * y * y * y)))

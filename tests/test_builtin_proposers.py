@@ -1,0 +1,45 @@
+"""Built-in proposers: what they propose for real targets (the GPU and numba runs measure them)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import REPO, WORKLOAD
+from redline.evaluator.proposers import Context
+from redline.evaluator.proposers.builtin import NumbaProposer, TorchCompileProposer, TritonConfigProposer
+from redline.evaluator.target import Target, check_candidate, load_target
+
+
+def target_of(path, qual: str, inputs: str | None = None) -> Target:
+    return load_target(f"{path}::{qual}", inputs)
+
+
+@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
+def test_triton_config_search_varies_the_launch_wrappers_knobs(tmp_path) -> None:
+    (tmp_path / "inputs.py").write_text("def make_inputs(seed):\n    return ()\n")
+    inputs = f"{tmp_path / 'inputs.py'}::make_inputs"
+    t = target_of(WORKLOAD / "model" / "kernels.py", "gelu_bias_triton", inputs)
+    props = TritonConfigProposer().propose(Context(target=t, round=1))
+    assert 1 < len(props) <= 6
+    heads = [p.code.split("\n", 1)[0] for p in props]
+    assert len(set(heads)) == len(heads) and all(h.startswith("def gelu_bias_triton(") for h in heads)
+    assert any("BLOCK=1024" in h for h in heads) and any("num_warps=4" in h for h in heads)
+    assert all(check_candidate(p.code, t) is None for p in props)
+    assert TritonConfigProposer().propose(Context(target=t, round=2)) == []
+
+
+@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
+def test_torch_compile_variants(tmp_path) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "inputs.py").write_text("def make_inputs(seed):\n    return ()\n")
+    eager = target_of(WORKLOAD / "model" / "kernels.py", "gelu_bias", f"{tmp_path / 'inputs.py'}::make_inputs")
+    compiled = TorchCompileProposer().propose(Context(target=eager, round=1))
+    assert [p.approach for p in compiled] == ["torch.compile(default)", "torch.compile(max-autotune-no-cudagraphs)"]
+    assert all("gelu_bias = torch.compile(_redline_eager_gelu_bias" in p.code for p in compiled)
+
+
+def test_numba_only_for_loops() -> None:
+    demo = target_of(REPO / "examples" / "demo" / "app.py", "rolling_zscore")
+    props = NumbaProposer().propose(Context(target=demo, round=1))
+    assert [p.approach for p in props] == ["numba.njit", "numba.njit, fastmath=True"]
+    assert NumbaProposer().propose(Context(target=target_of(REPO / "examples" / "demo" / "app.py", "make_inputs"),
+                                           round=1)) == []

@@ -1,0 +1,82 @@
+"""GPU candidates on CUDA through the real CLI: sound timing, the GPU cheats, Nsight-free feedback.
+
+Runs only where CUDA is (the device machine); CI has no GPU and skips these. The CPU side of the
+same paths (gate, timing, report) is what the rest of the suite runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, WORKLOAD, has_gpu, redline
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")]
+GPU_TESTS = TESTS / "gpu"
+OUT = Path(os.environ.get("REDLINE_GPU_OUT", "/tmp"))
+
+EXPECT = {
+    "triton_fused.py": ({"ok"}, "faster"),
+    "exact_copy.py": ({"not_faster"}, "threshold"),
+    "side_stream.py": ({"rejected_exploit"}, "other CUDA streams"),
+    "cached_output.py": ({"rejected_exploit"}, "same buffer"),
+    "stale_graph.py": ({"incorrect"}, "wrong result"),
+    "patched_sync.py": ({"rejected_exploit"}, "patched torch.cuda.synchronize"),
+    "low_precision.py": ({"incorrect"}, "bfloat16 tolerance"),
+}
+
+
+@pytest.fixture(scope="module")
+def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    work = tmp_path_factory.mktemp("gpu")
+    shutil.copy(GPU_TESTS / "ops.py", work / "ops.py")
+    report = work / "report.json"
+    res = redline("optimise", f"{work / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
+                  str(GPU_TESTS / "candidates"), "--no-builtin", "--budget", "20", "--timeout", "180",
+                  "--json", str(report), cwd=work, timeout=1200)
+    shutil.copy(report, OUT / "gpu_candidates_report.json") if report.exists() else None
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    return {c["origin"].removeprefix("file:"): c for c in doc["candidates"]} | {"__report__": doc}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_gpu_candidate_status_and_reason(gpu_report: dict, name: str) -> None:
+    statuses, words = EXPECT[name]
+    got = gpu_report[name]
+    assert got["status"] in statuses and words in got["reason"], (got["status"], got["reason"])
+
+
+def test_gpu_winner_with_interval_energy_and_device(gpu_report: dict) -> None:
+    doc = gpu_report["__report__"]
+    fused = gpu_report["triton_fused.py"]
+    assert doc["winner"]["id"] == fused["id"] and fused["speedup"] > 1.5 and fused["speedup_ci95"][0] > 1
+    assert "H200" in str(fused["gpu"].get("name", "")) or fused["gpu"].get("name")
+    if fused.get("energy_j_per_call") is not None:
+        assert 0 < fused["energy_j_per_call"] < fused["baseline_energy_j_per_call"]
+
+
+def test_builtin_gpu_proposers_torch_compile_and_triton_configs(tmp_path: Path) -> None:
+    shutil.copy(GPU_TESTS / "ops.py", tmp_path / "ops.py")
+    env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    res = redline("optimise", f"{tmp_path / 'ops.py'}::gelu_bias", "--device", "cuda", "--budget", "1",
+                  "--timeout", "300", "--json", str(tmp_path / "compile.json"), cwd=tmp_path, env=env, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "compile.json").read_text())
+    shutil.copy(tmp_path / "compile.json", OUT / "gpu_torch_compile_report.json")
+    assert doc["candidates"][0]["origin"] == "builtin:torch.compile"
+    assert doc["candidates"][0]["status"] in ("ok", "not_faster"), doc["candidates"][0]["reason"]
+    work = tmp_path / "wl"
+    shutil.copytree(WORKLOAD, work)
+    res = redline("optimise", f"{work / 'model' / 'kernels.py'}::gelu_bias_triton", "--inputs",
+                  f"{GPU_TESTS / 'triton_inputs.py'}::make_inputs", "--device", "cuda", "--budget", "6",
+                  "--timeout", "180", "--json", str(tmp_path / "triton.json"), cwd=work, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "triton.json").read_text())
+    shutil.copy(tmp_path / "triton.json", OUT / "gpu_triton_config_report.json")
+    origins = {c["origin"] for c in doc["candidates"]}
+    assert origins == {"builtin:triton-config"}
+    assert all(c["status"] in ("ok", "not_faster") for c in doc["candidates"]), [c["reason"] for c in doc["candidates"]]
