@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -58,10 +59,25 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         _in_hook = False
 
 
+_STDLIB = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+
+
 def _called_from_candidate() -> bool:
-    """Whether the Python code that raised the current event is the candidate's own."""
-    frame = sys._getframe(2).f_back  # 0: here, 1: _check, 2: _audit; its caller raised the event
-    return frame is not None and frame.f_code.co_filename == "<candidate>"
+    """Whether the candidate's own code caused the current event.
+
+    Walking out from the event, standard-library frames (subprocess, os) are passed over; the
+    first other frame decides: the candidate's code, or an installed library acting for it (Triton
+    starting ptxas, numba loading its runtime), which may.
+    """
+    frame = sys._getframe(3)  # 0: here, 1: _check, 2: _audit, 3: what raised the event
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == "<candidate>":
+            return True
+        if not (name.startswith(_STDLIB) and "site-packages" not in name) and name != __file__:
+            return False
+        frame = frame.f_back
+    return False
 
 
 def _check(event: str, args: tuple[Any, ...]) -> None:
@@ -82,7 +98,7 @@ def _check(event: str, args: tuple[Any, ...]) -> None:
         _violation("tried to reach the network")
         raise PermissionError("redline sandbox: no network")
     elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                   "os.forkpty") and not _allow_processes:
+                   "os.forkpty") and not _allow_processes and _called_from_candidate():
         _violation(f"started a process ({event})")
         raise PermissionError("redline sandbox: starting processes is not allowed")
     elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
