@@ -278,8 +278,8 @@ class Evaluator:
                             raise Rejected("rejected_exploit", f"kept working between timed calls ({idle_cpu:.3f}s "
                                            "of CPU while idle): work done outside the timed region")
                     last_cand_cpu_end = cand.cpu_seconds()
-                    if reply.batch_s < 0.5 * wall - 0.01:
-                        raise Rejected("rejected_exploit", f"its timer reports {reply.batch_s:.4f}s for a batch the "
+                    if reply.worker_s < 0.5 * wall - 0.01 or reply.batch_s > reply.worker_s + 0.01:
+                        raise Rejected("rejected_exploit", f"its timer reports {reply.worker_s:.4f}s for a request the "
                                        f"harness measured at {wall:.4f}s (patched timer)")
                 replies[who] = reply
             cr, rr = replies["candidate"], replies["reference"]

@@ -43,6 +43,7 @@ class Reply(_Msg):
     error: ErrorInfo | None = None
     violations: list[str] = []
     tamper: list[str] = []
+    worker_s: float = 0.0  # the worker's own clock from request to reply
     # check
     results: list[SeedResult] = []
     # time

@@ -9,9 +9,11 @@ an audit hook that user code cannot remove records and blocks what candidates mu
 
 from __future__ import annotations
 
+import _thread
 import base64
 import builtins
 import gc
+import hashlib
 import importlib.util
 import json
 import os
@@ -40,7 +42,6 @@ _scratch = ""
 _allow_processes = False
 _SECRET_PARTS = ("/.ssh", "/.aws", "/.gnupg", "/.netrc", "/.config/gcloud", "/.docker/config", "/.git-credentials",
                  "/etc/shadow", "/.env", "/.pypirc", "/.kube/config")
-_MAX_INLINE = 64 << 20
 
 
 def _violation(msg: str) -> None:
@@ -69,7 +70,10 @@ def _called_from_candidate() -> bool:
     first other frame decides: the candidate's code, or an installed library acting for it (Triton
     starting ptxas, numba loading its runtime), which may.
     """
-    frame = sys._getframe(3)  # 0: here, 1: _check, 2: _audit, 3: what raised the event
+    return _candidate_frame(sys._getframe(3))  # 0: here, 1: _check, 2: _audit, 3: what raised it
+
+
+def _candidate_frame(frame: types.FrameType | None) -> bool:
     while frame is not None:
         name = frame.f_code.co_filename
         if name == "<candidate>":
@@ -118,8 +122,28 @@ def _check(event: str, args: tuple[Any, ...]) -> None:
 
 
 # ---------------------------------------------------------------- values
-def encode(value: Any, depth: int = 0) -> Any:
-    """A JSON-able, exact description of a value: its exact type and its contents."""
+_INLINE = 256 << 10
+_blob_count = [0]
+
+
+def _blob(data: bytes, digest: bool) -> dict[str, Any]:
+    """Array bytes for the harness: inline when small, else a file in the scratch directory with
+    its sha256 (the harness verifies it), or only the digest when only equality matters."""
+    h = hashlib.sha256(data).hexdigest()
+    if digest:
+        return {"sha256": h}
+    if _len(data) <= _INLINE:
+        return {"b": _b64(data).decode()}
+    _blob_count[0] += 1
+    path = os.path.join(_scratch, f"blob-{_blob_count[0]}.bin")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return {"file": path, "sha256": h}
+
+
+def encode(value: Any, depth: int = 0, digest: bool = False) -> Any:
+    """A JSON-able, exact description of a value: its exact type and its contents (with `digest`,
+    arrays are described by their sha256 only: enough to tell whether inputs were changed)."""
     if depth > 50:
         raise ValueError("value nested too deeply")
     t = _type(value)
@@ -133,19 +157,16 @@ def encode(value: Any, depth: int = 0) -> Any:
     if t is bytes:
         return {"t": name, "v": _b64(value).decode()}
     if t in (list, tuple):
-        return {"t": name, "v": [encode(v, depth + 1) for v in value]}
+        return {"t": name, "v": [encode(v, depth + 1, digest) for v in value]}
     if t is dict:
-        return {"t": name, "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+        return {"t": name, "v": [[encode(k, depth + 1, digest), encode(v, depth + 1, digest)] for k, v in value.items()]}
     np = sys.modules.get("numpy")
     if np is not None and t is np.ndarray:
         arr = np.ascontiguousarray(value)
         if arr.dtype.hasobject:
             return {"t": name, "object": True, "shape": list(arr.shape),
-                    "v": [encode(v, depth + 1) for v in arr.ravel().tolist()]}
-        data = arr.tobytes()
-        if _len(data) > _MAX_INLINE:
-            raise ValueError("output larger than 64 MiB")
-        return {"t": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "b": _b64(data).decode()}
+                    "v": [encode(v, depth + 1, digest) for v in arr.ravel().tolist()]}
+        return {"t": name, "dtype": arr.dtype.str, "shape": list(arr.shape), **_blob(arr.tobytes(), digest)}
     if np is not None and _isinstance(value, np.generic) and t.__module__ == "numpy":
         return {"t": name, "dtype": value.dtype.str, "shape": [], "b": _b64(value.tobytes()).decode()}
     torch = sys.modules.get("torch")
@@ -156,11 +177,11 @@ def encode(value: Any, depth: int = 0) -> Any:
             cpu = cpu.float()
         arr = cpu.contiguous().numpy()
         return {"t": name, "dtype": arr.dtype.str, "torch_dtype": dtype, "shape": list(arr.shape),
-                "b": _b64(arr.tobytes()).decode()}
+                **_blob(arr.tobytes(), digest)}
     state = getattr(value, "__dict__", None)
     if _type(state) is dict and not _isinstance(value, (types.ModuleType, types.FunctionType, type)):
         # A plain object: compared by its type and attributes.
-        return {"t": name, "attrs": encode(dict(state), depth + 1)}
+        return {"t": name, "attrs": encode(dict(state), depth + 1, digest)}
     return {"t": name, "opaque": True}  # the harness can only compare its type
 
 
@@ -398,21 +419,49 @@ def _call(fn: Any, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
                       "tb": tb[-3000:]}
 
 
+# Threads the candidate's own code starts, counted while they run: one still running when the
+# call has returned is finishing the work outside it.
+_candidate_threads = [0]
+_thread_lock = _thread.allocate_lock()
+_real_start_new_thread = _thread.start_new_thread
+
+
+def _counting_start_new_thread(function: Any, args: Any = (), kwargs: Any = None) -> Any:
+    if not (_hook_on and _candidate_frame(sys._getframe(1))):
+        return _real_start_new_thread(function, args, kwargs or {})
+
+    def run(*a: Any, **k: Any) -> Any:
+        try:
+            return function(*a, **k)
+        finally:
+            with _thread_lock:
+                _candidate_threads[0] -= 1
+
+    with _thread_lock:
+        _candidate_threads[0] += 1
+    return _real_start_new_thread(run, args, kwargs or {})
+
+
+_thread.start_new_thread = _counting_start_new_thread
+if hasattr(threading, "_start_new_thread"):
+    threading._start_new_thread = _counting_start_new_thread
+
+
 def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     results = []
     for seed in req["seeds"]:
         runs = []
         for _ in range(req.get("repeat", 1)):
             args, fn = subject.inputs(seed)
-            threads_before = threading.active_count()
             out, err = _call(fn, args)
             _sync()
+            left = _candidate_threads[0]  # right at return, before anything else
             entry: dict[str, Any] = {"error": err}
             if err is None:
                 entry["output"] = encode(out)
                 entry["aliases_input"] = aliases(out, args)
-            entry["inputs_after"] = encode(list(args)) if req.get("inputs_after", True) else None
-            entry["threads_left"] = threading.active_count() - threads_before
+            entry["inputs_after"] = encode(list(args), digest=True) if req.get("inputs_after", True) else None
+            entry["threads_left"] = left
             runs.append(entry)
         results.append({"seed": seed, "runs": runs})
     return {"results": results}
@@ -427,7 +476,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     errors: str | None = None
     reused = False
-    threads_before = threading.active_count()
+    threads_left = 0
     prev_out: Any = None
     cuda = _cuda
     side_stream = 0.0
@@ -448,6 +497,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             errors = traceback.format_exc(limit=6)[-2000:]
             break
         t1 = _perf()
+        threads_left = max(threads_left, _candidate_threads[0])
         if cuda is not None and t1 - t_stream > max(0.2 * (t1 - t0), 50_000):
             side_stream = max(side_stream, (t1 - t_stream) * 1e-9)
         times.append((t1 - t0) * 1e-9)
@@ -464,7 +514,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                  "energy_j": (energy1 - energy0) if energy0 is not None and energy1 is not None else None,
                  "bytes_moved": _nbytes(list(prepared[0][0])) + (_nbytes(prev_out) if prev_out is not None else 0)}
     return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
-            "threads_left": threading.active_count() - threads_before, "tamper": _tamper(), **extra}
+            "threads_left": threads_left, "tamper": _tamper(), **extra}
 
 
 def main() -> None:
@@ -489,6 +539,7 @@ def main() -> None:
     reply({"op": "load", "ok": True, "tamper": _tamper(),
            **({"gpu": {**_cuda.state(), "copy_bandwidth_Bps": _cuda.bandwidth}} if _cuda is not None else {})})
     for line in sys.stdin:
+        t_req = _perf()
         req = json.loads(line)
         try:
             result = op_check(subject, req) if req["op"] == "check" else op_time(subject, req)
@@ -497,6 +548,7 @@ def main() -> None:
             result = {"ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],
                                              "tb": traceback.format_exc(limit=8)[-3000:]}}
         result["op"] = req["op"]
+        result["worker_s"] = (_perf() - t_req) * 1e-9
         result["tamper"] = sorted(set(result.get("tamper", [])) | set(_tamper()))
         reply(result)
 

@@ -32,6 +32,7 @@ EXPECT: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "caller_frames.py": ({"rejected_exploit"}, ("harness's stack frames",)),
     "garbage_collector.py": ({"rejected_exploit"}, ("garbage collector",)),
     "mutates_inputs.py": ({"incorrect"}, ("aliases an input",)),
+    "mutates_only.py": ({"incorrect"}, ("mutates its inputs",)),
     "precision_dropped.py": ({"incorrect"}, ("float64 tolerance",)),
     "nondeterministic.py": ({"incorrect"}, ("tolerance",)),
     "crashes.py": ({"crashed"}, ("ValueError", "candidate blew up")),

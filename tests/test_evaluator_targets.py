@@ -139,3 +139,16 @@ def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -
     assert [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
     assert "cancelled" in doc["notes"]
     assert _workers() <= before
+
+
+def test_large_outputs_travel_as_verified_files(tmp_path: Path) -> None:
+    write(tmp_path / "big.py", (
+        "import numpy as np\n\ndef scale(x):\n    out = np.empty_like(x)\n    for i in range(x.shape[0]):\n"
+        "        out[i] = x[i] * 2.0\n    return out\n\ndef make_inputs(seed):\n"
+        "    return (np.random.default_rng(seed).standard_normal((400, 500)),)\n"))
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'big.py'}::scale", {
+        "v.py": "def scale(x):\n    return x * 2.0\n",
+        "w.py": "def scale(x):\n    y = x * 2.0\n    y[-1, -1] += 1e-3\n    return y\n"})
+    by = {c["origin"]: c for c in doc["candidates"]}
+    assert by["file:v.py"]["status"] == "ok", by["file:v.py"]["reason"]
+    assert by["file:w.py"]["status"] == "incorrect" and "1 of 200000 elements" in by["file:w.py"]["reason"]
