@@ -35,7 +35,7 @@ def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     shutil.copy(GPU_TESTS / "ops.py", work / "ops.py")
     report = work / "report.json"
     res = redline("optimise", f"{work / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
-                  str(GPU_TESTS / "candidates"), "--no-builtin", "--budget", "20", "--timeout", "180",
+                  str(GPU_TESTS / "candidates"), "--no-builtin", "--budget", "20", "--timeout", "120",
                   "--json", str(report), cwd=work, timeout=1200)
     shutil.copy(report, OUT / "gpu_candidates_report.json") if report.exists() else None
     assert res.returncode == 0, res.stderr[-3000:]
@@ -72,7 +72,7 @@ def test_builtin_gpu_proposers_torch_compile_and_triton_configs(tmp_path: Path) 
     work = tmp_path / "wl"
     shutil.copytree(WORKLOAD, work)
     res = redline("optimise", f"{work / 'model' / 'kernels.py'}::gelu_bias_triton", "--inputs",
-                  f"{GPU_TESTS / 'triton_inputs.py'}::make_inputs", "--device", "cuda", "--budget", "6",
+                  f"{GPU_TESTS / 'triton_inputs.py'}::make_inputs", "--device", "cuda", "--budget", "3",
                   "--timeout", "180", "--json", str(tmp_path / "triton.json"), cwd=work, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads((tmp_path / "triton.json").read_text())

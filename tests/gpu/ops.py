@@ -10,6 +10,6 @@ def gelu_bias(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def make_inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    x = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
     b = torch.randn(4096, device="cuda", dtype=torch.bfloat16, generator=g)
     return x, b
