@@ -55,6 +55,5 @@ class Reply(_Msg):
     threads_left: int = 0
     # CUDA only
     gpu: dict[str, Any] | None = None
-    side_stream_s: float = 0.0
     energy_j: float | None = None
     bytes_moved: int = 0

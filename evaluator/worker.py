@@ -38,6 +38,7 @@ _watched = {("time", "perf_counter"): time.perf_counter, ("time", "perf_counter_
 _violations: list[str] = []
 _hook_on = False
 _in_hook = False
+_candidate_file = "<candidate>"  # the file the candidate's code runs from, once written
 _scratch = ""
 _allow_processes = False
 _SECRET_PARTS = ("/.ssh", "/.aws", "/.gnupg", "/.netrc", "/.config/gcloud", "/.docker/config", "/.git-credentials",
@@ -76,7 +77,7 @@ def _called_from_candidate() -> bool:
 def _candidate_frame(frame: types.FrameType | None) -> bool:
     while frame is not None:
         name = frame.f_code.co_filename
-        if name == "<candidate>":
+        if name == _candidate_file:
             return True
         if not (name.startswith(_STDLIB) and "site-packages" not in name) and name != __file__:
             return False
@@ -269,10 +270,20 @@ class Subject:
                     __import__(mod_name)
                 except Exception:  # the candidate's own import will report it
                     pass
-            namespace = dict(module.__dict__)
-            namespace["__name__"] = module.__name__ + "__candidate"
+            # The candidate is a real module in a real file: Triton reads a @jit function's source
+            # from its file, and torch.compile looks its module up in sys.modules.
+            global _candidate_file
+            cand_name = module.__name__ + "__candidate"
+            _candidate_file = os.path.join(_scratch, cand_name.replace(".", "_") + ".py")
+            with open(_candidate_file, "w") as fh:
+                fh.write(code)
+            cand_module = types.ModuleType(cand_name)
+            namespace = cand_module.__dict__
+            namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
+            namespace.update(__name__=cand_name, __file__=_candidate_file)
+            sys.modules[cand_name] = cand_module
             _hook_on = True
-            compiled = compile(code, "<candidate>", "exec")
+            compiled = compile(code, _candidate_file, "exec")
             exec(compiled, namespace)
             name = parts[-1]
             if name not in namespace or not callable(namespace[name]):
@@ -328,7 +339,6 @@ class Cuda:
 
         self.torch = torch
         self.sync = torch.cuda.synchronize
-        self.current_stream = torch.cuda.current_stream
         props = torch.cuda.get_device_properties(0)
         self.name = props.name
         l2 = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
@@ -479,7 +489,6 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     threads_left = 0
     prev_out: Any = None
     cuda = _cuda
-    side_stream = 0.0
     energy0 = cuda.energy_j() if cuda else None
     start = _perf()
     for i, (args, fn) in enumerate(prepared):
@@ -490,16 +499,12 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         try:
             out = fn(*args)
             if cuda is not None:
-                cuda.current_stream().synchronize()
-                t_stream = _perf()
                 cuda.sync()  # every stream of the device: work left on other streams is timed too
         except BaseException:
             errors = traceback.format_exc(limit=6)[-2000:]
             break
         t1 = _perf()
         threads_left = max(threads_left, _candidate_threads[0])
-        if cuda is not None and t1 - t_stream > max(0.2 * (t1 - t0), 50_000):
-            side_stream = max(side_stream, (t1 - t_stream) * 1e-9)
         times.append((t1 - t0) * 1e-9)
         if prev_out is not None and any(shares(a, b) for a in buffers(out) for b in buffers(prev_out)):
             reused = True
@@ -510,7 +515,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if cuda is not None:
         energy1 = cuda.energy_j()
-        extra = {"gpu": cuda.state(), "side_stream_s": side_stream,
+        extra = {"gpu": cuda.state(),
                  "energy_j": (energy1 - energy0) if energy0 is not None and energy1 is not None else None,
                  "bytes_moved": _nbytes(list(prepared[0][0])) + (_nbytes(prev_out) if prev_out is not None else 0)}
     return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
