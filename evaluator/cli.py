@@ -84,10 +84,30 @@ def print_summary(report: Report, target: Target) -> None:
     print(w.diff, end="" if w.diff.endswith("\n") else "\n")
 
 
+def profile_note(trace: Path, target: Target) -> str:
+    """The target's hotspot in `trace`, as a line for the LLM's prompt."""
+    from redline.profilers import report
+
+    from .loop import hotspot_note
+
+    rel = target.file.relative_to(target.project_root).as_posix()
+    for spot in report([trace], target.project_root).hotspots:
+        if spot.function == target.qualname and spot.file in (rel, str(target.file)):
+            return hotspot_note(spot)
+    return ""
+
+
 def run_optimise(args: argparse.Namespace) -> int:
     try:
         target = load_target(args.target, args.inputs)
         proposers = build_proposers(args, target)
+        if args.profile_trace:
+            from redline.profilers import ParseError
+
+            try:
+                profile_note(args.profile_trace, target)
+            except ParseError as exc:
+                raise TargetError(str(exc))
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -101,7 +121,8 @@ def run_optimise(args: argparse.Namespace) -> int:
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
     try:
         settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
-        report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume)
+        report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume,
+                          hotspot_note=profile_note(args.profile_trace, target) if args.profile_trace else "")
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from redline.profilers import Hotspot
+
 from .config import ConfigError, ProjectConfig, load_config
 from .evaluate import Evaluator
 from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
@@ -65,7 +67,7 @@ def unified_diff(target: Target, new_source: str) -> str:
 def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
              budget: Budget | None = None, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None, runs_dir: Path | None = None,
-             evaluator: Evaluator | None = None, resume: str | None = None) -> Report:
+             evaluator: Evaluator | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
     """Run the search on one target and return the report (nothing is written to the target).
 
     With `resume`, an earlier run's candidates (from its log under `.redline/runs/`) are taken
@@ -111,7 +113,8 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
             if cancel.is_set():
                 notes.append("cancelled")
                 break
-            ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best)
+            ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best,
+                          hotspot_note=hotspot_note)
             proposals: list[Proposal] = []
             for p in proposers:
                 try:
@@ -172,6 +175,19 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
     (run_dir / "report.md").write_text(markdown(report))
     return report
+
+
+def hotspot_note(spot: Hotspot) -> str:
+    """What a prompt says about the target's place in the profile: shares, hot lines, kernels."""
+    parts = [f"{spot.kind.upper()} self {spot.self_fraction:.1%}, total {spot.total_fraction:.1%} of the profile"]
+    if spot.callees:
+        parts.append("calls " + ", ".join(f"{c.function} {c.fraction:.1%}" for c in spot.callees[:4]))
+    hot = sorted((lw for lw in spot.lines if lw.self_weight > 0), key=lambda lw: -lw.self_weight)[:4]
+    if hot:
+        parts.append("hottest lines " + ", ".join(f"L{lw.line} ({lw.fraction:.1%})" for lw in hot))
+    if spot.kernels:
+        parts.append("kernels " + ", ".join(f"{k.name[:60]} x{k.count} {k.time_s * 1e6:.1f} us" for k in spot.kernels[:4]))
+    return "; ".join(parts)
 
 
 def _config(target: Target) -> ProjectConfig:

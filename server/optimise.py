@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.uris import from_fs_path, to_fs_path
-from redline.evaluator.loop import Budget, optimise
+from redline.evaluator.loop import Budget, hotspot_note, optimise
 from redline.evaluator.models import EvalSettings, Limits, Report
 from redline.evaluator.proposers import Proposer
 from redline.evaluator.proposers.builtin import builtin_proposers
@@ -131,8 +131,11 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
 
     settings = EvalSettings(device=ls.settings.device, limits=Limits(wall_s=ls.settings.candidateTimeout))
 
+    spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
+    note = hotspot_note(spot) if spot is not None else ""
+
     def work() -> Report:
-        return optimise(target, proposers, settings, budget, report_progress, cancel)
+        return optimise(target, proposers, settings, budget, report_progress, cancel, hotspot_note=note)
 
     async def run() -> None:
         try:

@@ -72,3 +72,17 @@ def test_resume_refuses_a_changed_file(tmp_path: Path) -> None:
     res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--no-builtin", "--base-url", "http://127.0.0.1:9/v1",
                   "--resume", first["run_id"], cwd=tmp_path, env=env)
     assert res.returncode == 2 and "cannot resume" in res.stderr
+
+
+def test_prompt_carries_the_hotspot_from_a_profile(tmp_path: Path) -> None:
+    from helpers import py_spy_record
+
+    shutil.copy(TESTS / "adversarial" / "target.py", tmp_path / "target.py")
+    (tmp_path / "run.py").write_text("from target import affine, make_inputs\nfor s in range(300):\n"
+                                     "    affine(*make_inputs(s))\n")
+    trace = py_spy_record(tmp_path / "run.py", tmp_path / "t.json", "speedscope")
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": GOOD}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--budget", "1", "--profile", str(trace))
+        prompt = server.requests[0]["messages"][-1]["content"]
+    assert "Profile: CPU self" in prompt and "hottest lines L" in prompt
+    assert doc["winner"] is not None
