@@ -259,10 +259,6 @@ class LocalBackend(ExecutionBackend):
         if self._bwrap is None:
             _become_subreaper()
 
-    @property
-    def has_namespaces(self) -> bool:
-        return self._bwrap is not None
-
     def _wrap(self, cmd: list[str], scratch: Path, python: str, visible: set[str], cwd: Path | None = None,
               gpu: bool = False) -> list[str]:
         """`cmd` under bwrap: read-only filesystem, private /tmp with `visible` bound back read-only

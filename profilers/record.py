@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -66,6 +65,3 @@ def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 10
         raise RecordError(f"py-spy wrote no trace (exit {sampler_rc}: {msg[0]})")
     return rc if rc >= 0 else 128 - rc
 
-
-def is_python_command(cmd: list[str]) -> bool:
-    return bool(cmd) and os.path.basename(cmd[0]).startswith("python")

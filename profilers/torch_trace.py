@@ -58,11 +58,6 @@ _DOCUMENT = TypeAdapter(TraceDocument)
 _EVENT_LIST = TypeAdapter(list[TraceEvent])
 
 
-def looks_like_torch(data: bytes) -> bool:
-    head = data[:4096]
-    return b'"traceEvents"' in head or (head.lstrip().startswith(b"[") and b'"ph"' in head)
-
-
 def _load(path: Path, data: bytes) -> list[TraceEvent]:
     if data[:2] == b"\x1f\x8b":
         try:
