@@ -101,11 +101,12 @@ def run_optimise(args: argparse.Namespace) -> int:
     try:
         target = load_target(args.target, args.inputs)
         proposers = build_proposers(args, target)
+        note = ""
         if args.profile_trace:
             from redline.profilers import ParseError
 
             try:
-                profile_note(args.profile_trace, target)
+                note = profile_note(args.profile_trace, target)
             except ParseError as exc:
                 raise TargetError(str(exc))
     except TargetError as exc:
@@ -122,7 +123,7 @@ def run_optimise(args: argparse.Namespace) -> int:
     try:
         settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
         report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume,
-                          hotspot_note=profile_note(args.profile_trace, target) if args.profile_trace else "")
+                          hotspot_note=note)
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -78,7 +78,7 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
     if fn is None:
         known = ", ".join(f.qualname for f in fns[:12])
         raise TargetError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
-    kernelbench = bool(re.search(r"^def get_inputs\(", source, re.M)) and qual.split(".")[0] == "Model"
+    kernelbench = _defines(source, "get_inputs") and qual.split(".")[0] == "Model"
     if inputs:
         if "::" not in inputs:
             raise TargetError(f"{inputs}: expected FILE::FUNC for --inputs")
@@ -86,14 +86,19 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
         inputs_file = Path(ifile).resolve()
         if not inputs_file.is_file():
             raise TargetError(f"{ifile}: no such file (--inputs)")
-        if not re.search(rf"^def {re.escape(ifunc)}\(", inputs_file.read_text(), re.M):
+        if not _defines(inputs_file.read_text(), ifunc):
             raise TargetError(f"{ifile}: no top-level function {ifunc}() (--inputs)")
     else:
         inputs_file, ifunc = file, "make_inputs"
-        if not kernelbench and not re.search(r"^def make_inputs\(", source, re.M):
+        if not kernelbench and not _defines(source, "make_inputs"):
             raise TargetError(f"{file_part}: define make_inputs(seed) returning the arguments of {qual}, "
                               "or pass --inputs FILE::FUNC")
     return Target(file, qual, fn, source, project_root(file), inputs_file, ifunc, kernelbench)
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether `source` has a top-level `def name(`."""
+    return re.search(rf"^def {re.escape(name)}\(", source, re.M) is not None
 
 
 def extract_code(reply: str) -> str | None:
