@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import TextIO
 
+from pydantic import ValidationError
+
 from .loop import Budget, optimise
 from .models import EvalSettings, Limits, Report
 from .proposers import Proposer
@@ -58,7 +60,15 @@ def build_proposers(args: argparse.Namespace, target: Target) -> list[Proposer]:
         from .proposers.llm import LLMProposer, LLMSettings
 
         model = args.model or os.environ.get("REDLINE_MODEL") or "gpt-4o-mini"
-        proposers.append(LLMProposer(LLMSettings(base_url=base_url, model=model)))
+        try:
+            settings = LLMSettings(base_url=base_url, model=model, refine_model=args.refine_model,
+                                   candidates_per_round=args.llm_candidates, choices_per_request=args.llm_choices,
+                                   timeout_s=args.llm_timeout, retries=args.llm_retries,
+                                   temperature=args.temperature, stream=not args.no_stream)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise TargetError(f"LLM setting {err['loc'][0]}: {err['msg']}")
+        proposers.append(LLMProposer(settings))
     return proposers
 
 

@@ -7,7 +7,9 @@ outputs itself and measures wall and CPU time from outside.
 
 from __future__ import annotations
 
+import platform
 import random
+import socket
 import textwrap
 import threading
 import time
@@ -17,13 +19,26 @@ from typing import Any
 from pydantic import ValidationError
 
 from .compare import Mismatch, compare
-from .models import CandidateResult, EvalSettings, Interval, Status
+from .models import CandidateResult, EvalSettings, Status
 from .protocol import Encoded, ErrorInfo, Reply
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .stats import median, median_ci, speedup_ci
 from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
 
 _rng = random.SystemRandom()
+HOST = socket.gethostname()
+
+
+def cpu_model() -> str:
+    """This host's CPU model (what a CPU timing was measured on)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine() or "unknown CPU"
 
 
 def fresh_seeds(n: int) -> list[int]:
@@ -43,11 +58,6 @@ class Rejected(Exception):
 class BaselineStats:
     times: list[float] = field(default_factory=list)
 
-    def interval(self) -> Interval | None:
-        if not self.times:
-            return None
-        return Interval(median_s=median(self.times), ci95_s=median_ci(self.times, 400), runs=len(self.times))
-
 
 def _error_line(err: ErrorInfo | None) -> str:
     return f"{err.type}: {err.message}".strip() if err else "unknown error"
@@ -65,12 +75,14 @@ class Evaluator:
     """Holds the baseline worker for a run and evaluates candidates against it."""
 
     def __init__(self, target: Target, settings: EvalSettings, backend: ExecutionBackend | None = None,
-                 python: str | None = None) -> None:
+                 python: str | None = None, probe: bool = True) -> None:
         self.target = target
         self.settings = settings
         self.backend = backend or LocalBackend(settings.isolation)
         self.python = python or default_python()
         self.baseline = BaselineStats()
+        self.inputs: list[str] = []
+        self.hardware = ""
         self._active: list[Worker] = []
         self._trusted = False
         self._cancelled = threading.Event()
@@ -78,9 +90,15 @@ class Evaluator:
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
         self._reference_code = textwrap.dedent(target.function_source) if "." not in target.qualname else None
-        probe = self._start(None, trusted=True)
+        if probe:
+            self.probe()
+
+    def probe(self) -> None:
+        """Load the target once in the sandbox: it must load, and its inputs and hardware are described."""
+        probe = self.backend.start({**self._spec(None, trusted=True), "describe": True}, self.python,
+                                   self.settings.limits)
         try:
-            load = _validated(probe.read_reply(settings.limits.wall_s), "the reference")
+            load = _validated(probe.read_reply(self.settings.limits.wall_s), "the reference")
         except (WorkerDied, WorkerTimeout, Rejected) as exc:
             tail = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:]
             raise TargetError(f"the target cannot be loaded in the sandbox: {exc}" + (f" ({tail[0]})" if tail else ""))
@@ -88,6 +106,7 @@ class Evaluator:
             probe.close()
         if not load.ok:
             raise TargetError(f"the target cannot be loaded: {_error_line(load.error)}")
+        self.inputs, self.hardware = load.inputs, load.hardware
 
     @property
     def isolation(self) -> str:
@@ -135,12 +154,17 @@ class Evaluator:
         if self._cancelled.is_set():
             return CandidateResult(status="infra_error", reason="cancelled before it ran", **base)
         self._trusted = trusted
+        started = time.perf_counter()
         worker = self._start(code, trusted)
         reference = self._start(self._reference_code, trusted=True)
         self._active = [worker, reference]
         try:
             result = self._run(worker, reference, base)
             result.cpu_s = worker.cpu_seconds()
+            result.eval_s = time.perf_counter() - started
+            result.host = HOST
+            if result.median_s is not None:
+                result.hardware = str((result.gpu or {}).get("name") or cpu_model())
             if self._cancelled.is_set():
                 return CandidateResult(status="infra_error", reason="cancelled while it ran", **base)
             return result
@@ -316,6 +340,8 @@ class Evaluator:
                                       speedup_ci95=ci, baseline_median_s=median(base_times))
         if gpu_state is not None:
             fields["gpu"] = {k: v for k, v in gpu_state.items() if isinstance(v, (int, float, str))}
+        if energy["candidate"] or energy["reference"]:
+            fields["energy_j"] = sum(energy["candidate"]) + sum(energy["reference"])
         if calls["candidate"] and calls["reference"]:
             fields["energy_j_per_call"] = sum(energy["candidate"]) / calls["candidate"]
             fields["baseline_energy_j_per_call"] = sum(energy["reference"]) / calls["reference"]

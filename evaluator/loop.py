@@ -7,6 +7,7 @@ import json
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +15,10 @@ from pathlib import Path
 from redline.profilers import Hotspot
 
 from .config import ConfigError, ProjectConfig, load_config
-from .evaluate import Evaluator
-from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
+from .models import CandidateResult, Cost, EvalSettings, Interval, Regression, Report, TargetInfo, Winner
+from .pool import EvaluationPool, Job, LocalPool
 from .proposers import Context, Proposal, Proposer
-from .regression import run_regression
+from .stats import median, median_ci
 from .target import Target, TargetError, apply_candidate
 
 ProgressFn = Callable[[str, dict[str, object]], None]
@@ -33,17 +34,34 @@ class Budget:
 
 
 class Archive:
-    """The best verified candidates and one representative per approach (diversity)."""
+    """The best verified candidates and one representative per approach (diversity).
+
+    Speedups are ratios against a baseline timed on the same device, but a ratio measured on one
+    GPU (or CPU) model says little about another: the archive ranks only results measured on the
+    run's hardware, the hardware of the first timed result.
+    """
 
     def __init__(self) -> None:
         self.results: list[CandidateResult] = []
+        self.hardware: str | None = None
 
     def add(self, r: CandidateResult) -> None:
+        if self.hardware is None and r.hardware and r.speedup is not None:
+            self.hardware = r.hardware
         self.results.append(r)
+
+    def comparable(self, r: CandidateResult) -> bool:
+        return not r.hardware or self.hardware is None or r.hardware == self.hardware
+
+    def hardware_notes(self) -> list[str]:
+        other = sorted({r.hardware for r in self.results if not self.comparable(r)})
+        return [f"candidates measured on {h} are not ranked against those measured on {self.hardware}"
+                for h in other]
 
     @property
     def verified(self) -> list[CandidateResult]:
-        return sorted((r for r in self.results if r.status == "ok"), key=lambda r: -(r.speedup or 0))
+        return sorted((r for r in self.results if r.status == "ok" and self.comparable(r)),
+                      key=lambda r: -(r.speedup or 0))
 
     @property
     def best(self) -> CandidateResult | None:
@@ -67,11 +85,14 @@ def unified_diff(target: Target, new_source: str) -> str:
 def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
              budget: Budget | None = None, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None, runs_dir: Path | None = None,
-             evaluator: Evaluator | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
+             pool: EvaluationPool | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
     """Run the search on one target and return the report (nothing is written to the target).
 
-    With `resume`, an earlier run's candidates (from its log under `.redline/runs/`) are taken
-    back into the archive, not evaluated again, and the search goes on from the next round.
+    Proposals wait in a queue; the pool evaluates as many at once as it has room for (one on this
+    machine, one per free slot on a Ray cluster). A new round is proposed whenever the queue is
+    empty and the pool has room, from everything measured so far, so a slow candidate never holds
+    the next round back. With `resume`, an earlier run's candidates (from its log under
+    `.redline/runs/`) are taken back into the archive, not evaluated again.
     """
     settings = settings or EvalSettings()
     budget = budget or Budget()
@@ -90,91 +111,131 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     if settings.rtol is None and settings.atol is None:
         rtol, atol = config.tolerance(_target_key(target))
         settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
-    ev = evaluator or Evaluator(target, settings)
+    own_pool = pool is None
+    pool = pool or LocalPool(target, settings)
     archive = Archive()
     for r in earlier:
         archive.add(r)
     seen_code = {r.code.strip() for r in earlier}
-    first_round = max((r.round for r in earlier), default=0) + 1
+    next_round = max((r.round for r in earlier), default=0) + 1
+    last_round = next_round + budget.rounds - 1
     tokens = 0
     stale = 0
+    best_at_last_round: float | None = None
     notes: list[str] = [f"resumed with {len(earlier)} earlier candidates"] if resume else []
+    queue: deque[tuple[int, Proposal]] = deque()
+    in_flight: dict[str, Proposal] = {}
+    numbered = len(earlier)
+    proposing = submitting = True
     finished = threading.Event()
 
     def watch_cancel() -> None:
         while not finished.is_set():
             if cancel.wait(0.1):
-                ev.cancel()
+                pool.cancel()
                 return
+
+    def propose(round_: int) -> list[Proposal]:
+        ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best,
+                      hotspot_note=hotspot_note, inputs=pool.inputs, hardware=pool.hardware)
+        out: list[Proposal] = []
+        for p in proposers:
+            try:
+                out += p.propose(ctx)
+            except Exception as exc:  # one proposer failing must not end the run
+                notes.append(f"{p.name} failed in round {round_}: {exc}")
+                say("proposer_error", {"proposer": p.name, "error": str(exc)})
+        return out
+
+    def out_of_budget() -> bool:
+        return (len(archive.results) + len(in_flight) >= budget.candidates or tokens > budget.tokens
+                or time.monotonic() - started > budget.wall_s)
 
     threading.Thread(target=watch_cancel, name="redline-cancel", daemon=True).start()
     try:
-        for round_ in range(first_round, first_round + budget.rounds):
-            if cancel.is_set():
-                notes.append("cancelled")
-                break
-            ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best,
-                          hotspot_note=hotspot_note)
-            proposals: list[Proposal] = []
-            for p in proposers:
-                try:
-                    proposals += p.propose(ctx)
-                except Exception as exc:  # one proposer failing must not end the run
-                    notes.append(f"{p.name} failed in round {round_}: {exc}")
-                    say("proposer_error", {"proposer": p.name, "error": str(exc)})
-            if not proposals:
-                break
-            best_before = archive.best.speedup if archive.best else 0.0
-            for prop in proposals:
-                tokens += prop.tokens
+        while not cancel.is_set():
+            while submitting and len(in_flight) < pool.concurrency and not cancel.is_set():
+                if not queue:
+                    if not proposing or next_round > last_round:
+                        break
+                    best_now = archive.best.speedup if archive.best else 0.0
+                    if best_at_last_round is not None:
+                        stale = stale + 1 if (best_now or 0) <= best_at_last_round * 1.01 else 0
+                        if stale >= budget.plateau_rounds:
+                            notes.append(f"stopped on a plateau after round {next_round - 1}")
+                            proposing = False
+                            break
+                    best_at_last_round = best_now or 0.0
+                    proposals = propose(next_round)
+                    if not proposals:
+                        proposing = False
+                        break
+                    tokens += sum(p.tokens for p in proposals)
+                    queue.extend((next_round, p) for p in proposals)
+                    next_round += 1
+                    continue
+                round_, prop = queue.popleft()
                 if prop.code.strip() in seen_code:
                     continue  # the same code was measured already
-                seen_code.add(prop.code.strip())
-                if cancel.is_set() or len(archive.results) >= budget.candidates or tokens > budget.tokens \
-                        or time.monotonic() - started > budget.wall_s:
+                if out_of_budget():
+                    submitting = False
                     break
-                cid = f"c{len(archive.results) + 1}"
+                seen_code.add(prop.code.strip())
+                numbered += 1
+                cid = f"c{numbered}"
+                in_flight[cid] = prop
                 say("candidate_start", {"id": cid, "origin": prop.origin, "round": round_})
-                result = ev.evaluate(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach)
-                if cancel.is_set():
-                    break  # a candidate cut short by cancelling is not a result
-                archive.add(result)
-                _log(run_dir, result, prop)
-                best = archive.best
-                say("candidate_done", {"id": cid, "status": result.status, "reason": result.reason,
-                                       "speedup": result.speedup, "tried": len(archive.results),
-                                       "best": best.speedup if best else None, "round": round_})
-            if cancel.is_set():
-                notes.append("cancelled")
+                pool.submit(Job(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach))
+            if not in_flight:
                 break
-            if len(archive.results) >= budget.candidates or time.monotonic() - started > budget.wall_s:
-                break
-            best_now = archive.best.speedup if archive.best else 0.0
-            stale = stale + 1 if (best_now or 0) <= (best_before or 0) * 1.01 else 0
-            if stale >= budget.plateau_rounds:
-                notes.append(f"stopped on a plateau after round {round_}")
-                break
+            result = pool.next_done(0.2)
+            if result is None or cancel.is_set():
+                continue  # a candidate cut short by cancelling is not a result
+            prop = in_flight.pop(result.id)
+            archive.add(result)
+            _log(run_dir, result, prop)
+            best = archive.best
+            say("candidate_done", {"id": result.id, "status": result.status, "reason": result.reason,
+                                   "speedup": result.speedup, "tried": len(archive.results),
+                                   "best": best.speedup if best else None, "round": result.round})
     except KeyboardInterrupt:
         cancel.set()
-        ev.cancel()
+        pool.cancel()
     finally:
         finished.set()
-        if evaluator is None:
-            ev.close()
-    if cancel.is_set() and "cancelled" not in notes:
+    if cancel.is_set():
         notes.append("cancelled")
-    winner, regression = _pick_winner(target, archive, ev, config.test_command, notes, say)
+    try:
+        winner, regression = _pick_winner(target, archive, pool, config.test_command, notes, say)
+    finally:
+        if own_pool:
+            pool.close()
     n = len(archive.results)
+    timed = [r for r in archive.results if r.energy_j is not None]
     report = Report(
         target=TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line,
                           end_line=target.fn.end_line, sha256=target.digest),
-        device=settings.device, isolation=ev.isolation, baseline=ev.baseline.interval(), candidates=archive.results,
-        winner=winner, regression=regression, run_id=run_id, notes=notes,
+        device=settings.device, isolation=pool.isolation, baseline=_interval(pool.baseline_times),
+        candidates=sorted(archive.results, key=_id_order), winner=winner, regression=regression, run_id=run_id,
+        notes=notes + archive.hardware_notes(), backend=pool.name, hardware=archive.hardware or "",
         cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,
-                  accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0))
+                  accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0,
+                  device_s=sum(r.eval_s or 0.0 for r in archive.results),
+                  energy_j=sum(r.energy_j or 0.0 for r in timed) if timed else None))
     (run_dir / "report.json").write_text(report.model_dump_json(indent=2))
     (run_dir / "report.md").write_text(markdown(report))
     return report
+
+
+def _id_order(r: CandidateResult) -> tuple[int, str]:
+    digits = r.id[1:]
+    return (int(digits), r.id) if digits.isdigit() else (1 << 30, r.id)
+
+
+def _interval(times: list[float]) -> Interval | None:
+    if not times:
+        return None
+    return Interval(median_s=median(times), ci95_s=median_ci(times, 400), runs=len(times))
 
 
 def hotspot_note(spot: Hotspot) -> str:
@@ -201,7 +262,7 @@ def _target_key(target: Target) -> str:
     return f"{target.file.relative_to(target.project_root).as_posix()}::{target.qualname}"
 
 
-def _pick_winner(target: Target, archive: Archive, ev: Evaluator, command: list[str] | None, notes: list[str],
+def _pick_winner(target: Target, archive: Archive, pool: EvaluationPool, command: list[str] | None, notes: list[str],
                  say: ProgressFn) -> tuple[Winner | None, Regression | None]:
     """The fastest verified candidate whose change keeps the project's own tests passing.
 
@@ -212,7 +273,7 @@ def _pick_winner(target: Target, archive: Archive, ev: Evaluator, command: list[
     if not verified:
         return None, None
     say("regression", {"id": "the original"})
-    original = run_regression(target, target.source, ev.backend, ev.python, command, ev.settings.limits)
+    original = pool.regression(target, target.source, command)
     for cand in verified:
         assert cand.speedup is not None and cand.speedup_ci95 is not None
         new_source = apply_candidate(target, cand.code)
@@ -225,7 +286,7 @@ def _pick_winner(target: Target, archive: Archive, ev: Evaluator, command: list[
                          + "), so they could not check the winner")
             return winner, original
         say("regression", {"id": cand.id})
-        reg = run_regression(target, new_source, ev.backend, ev.python, command, ev.settings.limits)
+        reg = pool.regression(target, new_source, command)
         regression = reg.model_copy(update={"candidate": cand.id})
         if reg.passed:
             return winner, regression

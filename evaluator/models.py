@@ -67,6 +67,10 @@ class CandidateResult(_Model):
     gpu: dict[str, float | str] | None = None  # device name, clocks, temperature during timing (NVML)
     energy_j_per_call: float | None = None
     baseline_energy_j_per_call: float | None = None
+    energy_j: float | None = None  # measured over the whole timing, candidate and baseline together
+    eval_s: float | None = None  # wall time the evaluation held its device (build, gate, timing)
+    host: str = ""  # where it was measured
+    hardware: str = ""  # what it was measured on (GPU or CPU model): speedups compare only within one
 
 
 class Winner(_Model):
@@ -89,6 +93,8 @@ class Cost(_Model):
     candidates: int = 0
     tokens: int = 0
     accepted_rate: float = 0.0
+    device_s: float = 0.0  # evaluation time summed over candidates (GPU-seconds on CUDA, core-seconds on CPU)
+    energy_j: float | None = None  # NVML energy over all timed windows, where measured
 
 
 class Regression(_Model):
@@ -114,3 +120,5 @@ class Report(_Model):
     cost: Cost = Cost()
     run_id: str = ""
     notes: list[str] = []
+    backend: str = "local"
+    hardware: str = ""  # the hardware the winner and baseline were measured on

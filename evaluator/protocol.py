@@ -44,6 +44,9 @@ class Reply(_Msg):
     violations: list[str] = []
     tamper: list[str] = []
     worker_s: float = 0.0  # the worker's own clock from request to reply
+    # load, when the spec asks to describe (the trusted probe)
+    inputs: list[str] = []
+    hardware: str = ""
     # check
     results: list[SeedResult] = []
     # time

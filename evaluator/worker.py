@@ -223,6 +223,55 @@ def aliases(out: Any, args: tuple[Any, ...]) -> bool:
     return any(shares(o, i) for o in buffers(out) for i in ins)
 
 
+def describe(value: Any, depth: int = 0) -> str:
+    """A short description of a value for the LLM's prompt: type, dtype, shape, device, layout."""
+    t = _type(value)
+    if value is None or t in (bool, int, float, complex):
+        return f"{t.__name__} (e.g. {value!r})"
+    if t in (str, bytes):
+        return f"{t.__name__} of length {_len(value)}"
+    if t in (list, tuple):
+        if not value or depth > 2:
+            return f"{t.__name__} of {_len(value)}"
+        kinds = {describe(v, depth + 1) for v in value[:64]}
+        inner = kinds.pop() if _len(kinds) == 1 else "mixed items"
+        return f"{t.__name__} of {_len(value)} x {inner}"
+    if t is dict:
+        keys = ", ".join(repr(k) for k in list(value)[:8])
+        return f"dict of {_len(value)} ({keys}{', ...' if _len(value) > 8 else ''})"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        parts = [f"{t.__module__.split('.')[0]}.{t.__name__}", str(dtype).replace("torch.", ""),
+                 "shape (" + ", ".join(str(int(d)) for d in shape) + ("," if _len(shape) == 1 else "") + ")"]
+        device = getattr(value, "device", None)
+        if device is not None and str(device) != "cpu":
+            parts.append(f"on {device}")
+        contiguous = getattr(value, "is_contiguous", None)
+        flags = getattr(value, "flags", None)
+        if (callable(contiguous) and not contiguous()) or (flags is not None and not flags["C_CONTIGUOUS"]):
+            parts.append("not contiguous")
+        return " ".join(parts)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def hardware() -> str:
+    """What this worker runs on: the GPU (name, SMs, memory, measured copy bandwidth) or the CPU."""
+    if _cuda is not None:
+        props = _cuda.torch.cuda.get_device_properties(0)
+        return (f"{props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.0f} GiB, "
+                f"measured copy bandwidth {_cuda.bandwidth / 1e12:.2f} TB/s")
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    import platform
+
+    return f"{cpu or platform.machine()}, {os.cpu_count()} cores"
+
+
 # ---------------------------------------------------------------- loading
 def load_module(path: str, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
@@ -541,7 +590,15 @@ def main() -> None:
         reply({"op": "load", "ok": False, "error": {"type": f"{_type(exc).__qualname__}", "message": str(exc)[:500],
                                                     "tb": traceback.format_exc(limit=8)[-3000:]}})
         return
-    reply({"op": "load", "ok": True, "tamper": _tamper(),
+    info: dict[str, Any] = {}
+    if spec.get("describe"):  # the trusted probe: what the prompt says about inputs and hardware
+        try:
+            args, _ = subject.inputs(12345)
+            info = {"inputs": [describe(a) for a in args]}
+        except Exception as exc:
+            info = {"inputs": [f"make_inputs failed: {_type(exc).__name__}: {str(exc)[:200]}"]}
+        info["hardware"] = hardware()
+    reply({"op": "load", "ok": True, "tamper": _tamper(), **info,
            **({"gpu": {**_cuda.state(), "copy_bandwidth_Bps": _cuda.bandwidth}} if _cuda is not None else {})})
     for line in sys.stdin:
         t_req = _perf()

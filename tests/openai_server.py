@@ -1,7 +1,9 @@
 """A real local HTTP server speaking the OpenAI Chat Completions protocol (streaming and not).
 
-Replies come from a script: a list of actions, one per request, each either a reply text, or an
-HTTP status to fail with. Every request body is recorded so tests can read the prompts.
+Replies come from a script: a list of actions, one per request, each a reply text (`reply`), several
+choices (`replies`, one per index, for requests with n > 1), or an HTTP status to fail with; `delay`
+holds the response back and `chunk_delay` slows each streamed chunk. Every request body is recorded
+so tests can read the prompts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ class ScriptedOpenAI:
                 pass
 
             def do_POST(self) -> None:
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout): nothing to answer
+
+            def _answer(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer.lock:
                     outer.requests.append(body)
@@ -37,21 +45,29 @@ class ScriptedOpenAI:
                     self.end_headers()
                     self.wfile.write(json.dumps({"error": {"message": "scripted failure"}}).encode())
                     return
-                text = action["reply"]
+                texts = action.get("replies") or [action["reply"]] * int(body.get("n") or 1)
                 if body.get("stream"):
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()
-                    for i in range(0, len(text), 40):
-                        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
-                                 "choices": [{"index": 0, "delta": {"content": text[i:i + 40]}, "finish_reason": None}]}
-                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    # Choices interleave chunk by chunk, as real servers stream them.
+                    for i in range(0, max(len(t) for t in texts), 40):
+                        for index, text in enumerate(texts):
+                            if i >= len(text):
+                                continue
+                            chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                                     "choices": [{"index": index, "delta": {"content": text[i:i + 40]},
+                                                  "finish_reason": None}]}
+                            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                            self.wfile.flush()
+                            time.sleep(action.get("chunk_delay", 0))
                     self.wfile.write(b"data: [DONE]\n\n")
                     return
                 payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                        "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+                           "choices": [{"index": index, "message": {"role": "assistant", "content": text},
+                                        "finish_reason": "stop"} for index, text in enumerate(texts)],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 10 * len(texts),
+                                     "total_tokens": 10 + 10 * len(texts)}}
                 data = json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

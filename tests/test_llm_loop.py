@@ -35,6 +35,10 @@ def test_round_two_prompt_carries_round_one_feedback_and_the_winner_is_verified(
     assert "incorrect" in round2 and "wrong result" in round2 and "build_error" in round2
     assert all(r["stream"] for r in server.requests)
     assert "sk-local-test" not in json.dumps(doc)
+    # The prompt says what the function is timed on: argument types and shapes, and the hardware.
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "argument 1: numpy.ndarray float64 shape (3000,)" in prompt and "argument 2: numpy.ndarray" in prompt
+    assert "cores" in prompt.split("Hardware:", 1)[1].split("\n", 1)[0]
 
 
 def test_retries_429_and_500_then_succeeds(tmp_path: Path) -> None:
@@ -86,3 +90,47 @@ def test_prompt_carries_the_hotspot_from_a_profile(tmp_path: Path) -> None:
         prompt = server.requests[0]["messages"][-1]["content"]
     assert "Profile: CPU self" in prompt and "hottest lines L" in prompt
     assert doc["winner"] is not None
+
+
+def test_several_choices_from_one_request_are_each_a_candidate(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"replies": [WRONG, GOOD]}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--llm-candidates", "2", "--llm-choices", "2")
+    assert len(server.requests) == 1 and server.requests[0]["n"] == 2
+    assert sorted(c["status"] for c in doc["candidates"]) == ["incorrect", "ok"]
+    assert doc["winner"] is not None
+
+
+def test_non_streamed_replies_work_and_their_usage_is_counted(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": GARBAGE}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--no-stream")
+    assert [r["stream"] for r in server.requests] == [False, False]
+    assert doc["winner"] is not None and doc["cost"]["tokens"] == 40  # the server's usage: 20 per reply
+    assert sorted(c["status"] for c in doc["candidates"]) == ["build_error", "ok"]
+
+
+def test_a_slow_stream_within_the_timeout_is_used(tmp_path: Path) -> None:
+    # Each 40-character chunk is held back 0.3 s: the reply takes ~1 s, under the 5 s timeout.
+    with ScriptedOpenAI([{"reply": GOOD, "chunk_delay": 0.3}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--llm-candidates", "1", "--llm-timeout", "5")
+    assert len(server.requests) == 1 and doc["winner"] is not None
+
+
+def test_a_reply_slower_than_the_timeout_is_retried_then_given_up(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": GOOD, "delay": 4}] * 4) as server:
+        doc, res = run(tmp_path, server, "--rounds", "1", "--llm-candidates", "1", "--llm-timeout", "1",
+                       "--llm-retries", "1")
+    assert len(server.requests) == 2  # the first try and one retry, then no more
+    assert doc["candidates"] == [] and doc["winner"] is None
+    assert any("llm failed in round 1" in n and "timed out" in n.lower() for n in doc["notes"]), doc["notes"]
+
+
+def test_the_cost_counts_device_seconds(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": WRONG}]) as server:
+        doc, _ = run(tmp_path, server, "--rounds", "1")
+    cost = doc["cost"]
+    per_candidate = [c["eval_s"] for c in doc["candidates"]]
+    assert all(s > 0 for s in per_candidate) and abs(cost["device_s"] - sum(per_candidate)) < 1e-6
+    assert cost["device_s"] <= cost["wall_s"] and cost["accepted_rate"] == 0.5
+    assert all(c["host"] for c in doc["candidates"])
+    timed = next(c for c in doc["candidates"] if c["status"] == "ok")
+    assert timed["hardware"] and doc["hardware"] == timed["hardware"]

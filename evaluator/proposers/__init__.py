@@ -29,6 +29,8 @@ class Context:
     history: list[CandidateResult] = field(default_factory=list)
     best: CandidateResult | None = None
     hotspot_note: str = ""
+    inputs: list[str] = field(default_factory=list)  # each argument's type, dtype, shape (from the sandbox)
+    hardware: str = ""  # what candidates are measured on
 
 
 class Proposer:

@@ -26,9 +26,11 @@ class LLMSettings(BaseModel):
     refine_model: str | None = Field(None, description="optional stronger model for rounds after the first")
     temperature: float = 0.7
     max_tokens: int = 4096
-    timeout_s: float = 120.0
-    retries: int = 3
-    candidates_per_round: int = 2
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0)
+    candidates_per_round: int = Field(2, ge=1)
+    choices_per_request: int = Field(1, ge=1, description="completions asked for per request (the API's n)")
+    stream: bool = Field(True, description="stream replies (off for servers that cannot)")
     concurrency: int = 2
 
 
@@ -59,9 +61,12 @@ def _feedback(history: list[CandidateResult]) -> str:
 
 def build_prompt(ctx: Context) -> str:
     t = ctx.target
-    parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {hardware()}.",
+    parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {ctx.hardware or hardware()}.",
              f"The function (lines {t.fn.line}-{t.fn.end_line}):\n```python\n{t.function_source}```",
              f"The whole module, for context:\n```python\n{t.source[:12000]}```"]
+    if ctx.inputs:
+        parts.append("It is timed on arguments like these (from make_inputs; values are fresh each call):\n"
+                     + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(ctx.inputs)))
     if ctx.hotspot_note:
         parts.append("Profile: " + ctx.hotspot_note)
     fb = _feedback(ctx.history)
@@ -99,26 +104,37 @@ class LLMProposer(Proposer):
         self.client = OpenAI(base_url=settings.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none",
                              timeout=settings.timeout_s, max_retries=settings.retries)
 
-    def _ask(self, model: str, prompt: str) -> tuple[str, int]:
-        stream = self.client.chat.completions.create(
-            model=model, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-            temperature=self.settings.temperature, max_tokens=self.settings.max_tokens, stream=True)
-        text, tokens = [], 0
-        for chunk in stream:
-            for choice in chunk.choices or []:
-                if choice.delta and choice.delta.content:
-                    text.append(choice.delta.content)
-            if getattr(chunk, "usage", None):
-                tokens = chunk.usage.total_tokens  # type: ignore[union-attr]
-        reply = "".join(text)
-        return reply, tokens or (len(prompt) + len(reply)) // 4
+    def _ask(self, model: str, prompt: str, n: int) -> list[tuple[str, int]]:
+        """`n` replies to one request, each with its share of the tokens it cost."""
+        s = self.settings
+        kwargs = dict(model=model, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                      temperature=s.temperature, max_tokens=s.max_tokens, **({"n": n} if n > 1 else {}))
+        texts: dict[int, list[str]] = {}
+        tokens = 0
+        if s.stream:
+            for chunk in self.client.chat.completions.create(stream=True, **kwargs):  # type: ignore[call-overload]
+                for choice in chunk.choices or []:
+                    if choice.delta and choice.delta.content:
+                        texts.setdefault(choice.index, []).append(choice.delta.content)
+                if getattr(chunk, "usage", None):
+                    tokens = chunk.usage.total_tokens
+        else:
+            done = self.client.chat.completions.create(stream=False, **kwargs)  # type: ignore[call-overload]
+            for choice in done.choices or []:
+                texts.setdefault(choice.index, []).append(choice.message.content or "")
+            tokens = done.usage.total_tokens if done.usage else 0
+        replies = ["".join(texts.get(i, [])) for i in range(max(n, len(texts)))]
+        tokens = tokens or (len(prompt) + sum(len(r) for r in replies)) // 4
+        return [(r, tokens // len(replies)) for r in replies]
 
     def propose(self, ctx: Context) -> list[Proposal]:
         s = self.settings
         model = s.refine_model if (s.refine_model and ctx.round > 1) else s.model
         prompt = build_prompt(ctx)
+        n = min(s.choices_per_request, s.candidates_per_round)
+        requests = [n] * (s.candidates_per_round // n) + ([s.candidates_per_round % n] if s.candidates_per_round % n else [])
         with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
-            replies = list(pool.map(lambda _: self._ask(model, prompt), range(s.candidates_per_round)))
+            replies = [r for batch in pool.map(lambda k: self._ask(model, prompt, k), requests) for r in batch]
         out = []
         base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
         for reply, tokens in replies:
