@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--no-builtin", action="store_true", help="do not use the built-in proposers")
     op.add_argument("--candidates", type=Path, help="directory of candidate files to evaluate")
     op.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    op.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="where candidates are evaluated: this machine, or a Ray cluster")
+    op.add_argument("--ray-address", default=None,
+                    help="the Ray cluster (HOST:PORT, ray://HOST:PORT or auto; default $RAY_ADDRESS, else a new local Ray)")
+    op.add_argument("--jobs", type=int, default=None, help="most candidates evaluated at once (Ray; default: every free slot)")
+    op.add_argument("--ray-pip", action="append", default=None, metavar="REQ",
+                    help="a package the Ray workers install for this run (repeatable)")
     op.add_argument("--timeout", type=float, default=60.0, help="wall-clock deadline per sandbox request, seconds")
     op.add_argument("--json", dest="json_report", type=Path, help="write the report JSON here")
     op.add_argument("--apply", action="store_true", help="write the winner into FILE if it is unchanged")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from .loop import Budget, optimise
 from .models import EvalSettings, Limits, Report
+from .pool import ClusterError, EvaluationPool
 from .proposers import Proposer
 from .proposers.builtin import builtin_proposers
 from .proposers.files import FilesProposer
@@ -130,13 +131,22 @@ def run_optimise(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     progress = Progress()
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
+    make_pool = None
+    if args.backend == "ray":
+        from .ray_pool import RayPool
+
+        def make_pool(t: Target, s: EvalSettings) -> EvaluationPool:
+            return RayPool(t, s, args.ray_address, args.jobs, args.ray_pip)
     try:
         settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
         report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume,
-                          hotspot_note=note)
+                          hotspot_note=note, make_pool=make_pool)
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ClusterError as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_INFRA
     if args.json_report:
         args.json_report.write_text(report.model_dump_json(indent=2))
     print_summary(report, target)

@@ -16,7 +16,7 @@ from redline.profilers import Hotspot
 
 from .config import ConfigError, ProjectConfig, load_config
 from .models import CandidateResult, Cost, EvalSettings, Interval, Regression, Report, TargetInfo, Winner
-from .pool import EvaluationPool, Job, LocalPool
+from .pool import EvaluationPool, Job, LocalPool, PoolFactory
 from .proposers import Context, Proposal, Proposer
 from .stats import median, median_ci
 from .target import Target, TargetError, apply_candidate
@@ -85,14 +85,15 @@ def unified_diff(target: Target, new_source: str) -> str:
 def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
              budget: Budget | None = None, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None, runs_dir: Path | None = None,
-             pool: EvaluationPool | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
+             make_pool: PoolFactory | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
     """Run the search on one target and return the report (nothing is written to the target).
 
     Proposals wait in a queue; the pool evaluates as many at once as it has room for (one on this
     machine, one per free slot on a Ray cluster). A new round is proposed whenever the queue is
     empty and the pool has room, from everything measured so far, so a slow candidate never holds
-    the next round back. With `resume`, an earlier run's candidates (from its log under
-    `.redline/runs/`) are taken back into the archive, not evaluated again.
+    the next round back. `make_pool` builds the pool (default: this machine). With `resume`, an
+    earlier run's candidates (from its log under `.redline/runs/`) are taken back into the archive,
+    not evaluated again.
     """
     settings = settings or EvalSettings()
     budget = budget or Budget()
@@ -111,8 +112,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     if settings.rtol is None and settings.atol is None:
         rtol, atol = config.tolerance(_target_key(target))
         settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
-    own_pool = pool is None
-    pool = pool or LocalPool(target, settings)
+    pool = (make_pool or LocalPool)(target, settings)
     archive = Archive()
     for r in earlier:
         archive.add(r)
@@ -208,8 +208,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     try:
         winner, regression = _pick_winner(target, archive, pool, config.test_command, notes, say)
     finally:
-        if own_pool:
-            pool.close()
+        pool.close()
     n = len(archive.results)
     timed = [r for r in archive.results if r.energy_j is not None]
     report = Report(
@@ -217,7 +216,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
                           end_line=target.fn.end_line, sha256=target.digest),
         device=settings.device, isolation=pool.isolation, baseline=_interval(pool.baseline_times),
         candidates=sorted(archive.results, key=_id_order), winner=winner, regression=regression, run_id=run_id,
-        notes=notes + archive.hardware_notes(), backend=pool.name, hardware=archive.hardware or "",
+        notes=notes + pool.notes + archive.hardware_notes(), backend=pool.name, hardware=archive.hardware or "",
         cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,
                   accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0,
                   device_s=sum(r.eval_s or 0.0 for r in archive.results),

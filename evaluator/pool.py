@@ -11,12 +11,17 @@ from __future__ import annotations
 import queue
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .evaluate import Evaluator
 from .models import CandidateResult, EvalSettings, Regression
 from .regression import run_regression
 from .target import Target
+
+
+class ClusterError(Exception):
+    """A pool's machines cannot be reached or cannot run redline (CLI exit 3)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class EvaluationPool(ABC):
     inputs: list[str]  # what the target's inputs are (types, shapes), from the trusted probe
     hardware: str  # what the evaluations run on, for prompts
     baseline_times: list[float]  # every baseline call timed, on the run's reference hardware
+    notes: list[str]  # what the report should say about how the pool ran (retries, lost workers)
 
     @abstractmethod
     def submit(self, job: Job) -> None:
@@ -63,6 +69,9 @@ class EvaluationPool(ABC):
         """Release what the pool holds (connections, threads)."""
 
 
+PoolFactory = Callable[[Target, EvalSettings], "EvaluationPool"]
+
+
 class LocalPool(EvaluationPool):
     """Evaluations one at a time on this machine, in a background thread (timings never overlap)."""
 
@@ -74,6 +83,7 @@ class LocalPool(EvaluationPool):
         self.isolation = self.evaluator.isolation
         self.inputs = self.evaluator.inputs
         self.hardware = self.evaluator.hardware
+        self.notes = []
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="redline-local-pool", daemon=True)

@@ -219,6 +219,16 @@ def _become_subreaper() -> None:
         pass
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this process when the harness that started it dies (a Ray task force-cancelled, say)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _no_aslr() -> None:
     """Fixed address-space layout for workers: the reference and the candidate then get the same
     layout, which removes a few percent of run-to-run bias between two processes of one program."""
@@ -280,6 +290,7 @@ class LocalBackend(ExecutionBackend):
                pass_fds: tuple[int, ...] = (), gpu: bool = False) -> subprocess.Popen[bytes]:
         def limit() -> None:
             _no_aslr()
+            _die_with_parent()
             resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
             if not gpu:  # a CUDA context reserves far more address space than any sane limit
                 mem = limits.memory_mb << 20

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.uris import from_fs_path, to_fs_path
 from redline.evaluator.loop import Budget, hotspot_note, optimise
 from redline.evaluator.models import EvalSettings, Limits, Report
+from redline.evaluator.pool import EvaluationPool
 from redline.evaluator.proposers import Proposer
 from redline.evaluator.proposers.builtin import builtin_proposers
 from redline.evaluator.target import Target, TargetError, apply_candidate, load_target
@@ -134,8 +135,17 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
     note = hotspot_note(spot) if spot is not None else ""
 
+    backend, address = ls.settings.backend, ls.settings.rayAddress or None
+
     def work() -> Report:
-        return optimise(target, proposers, settings, budget, report_progress, cancel, hotspot_note=note)
+        make_pool = None
+        if backend == "ray":
+            from redline.evaluator.ray_pool import RayPool
+
+            def make_pool(t: Target, s: EvalSettings) -> EvaluationPool:
+                return RayPool(t, s, address)
+        return optimise(target, proposers, settings, budget, report_progress, cancel, hotspot_note=note,
+                        make_pool=make_pool)
 
     async def run() -> None:
         try:

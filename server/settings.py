@@ -33,6 +33,10 @@ class ServerSettings(BaseModel):
     llmModel: str = Field(default="", description="Model name the LLM endpoint serves.")
     candidateTimeout: float = Field(default=60.0, gt=0,
                                     description="Wall-clock deadline of each sandbox request, in seconds.")
+    backend: Literal["local", "ray"] = Field(
+        default="local", description="Where candidates are evaluated: this machine, or a Ray cluster.")
+    rayAddress: str = Field(default="", description="Ray cluster address (HOST:PORT, ray://HOST:PORT or auto); "
+                                                    "empty for $RAY_ADDRESS, else a new local Ray.")
 
     @classmethod
     def merged(cls, current: ServerSettings, raw: Any) -> tuple[ServerSettings, str | None]:

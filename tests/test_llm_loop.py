@@ -117,7 +117,7 @@ def test_a_slow_stream_within_the_timeout_is_used(tmp_path: Path) -> None:
 
 def test_a_reply_slower_than_the_timeout_is_retried_then_given_up(tmp_path: Path) -> None:
     with ScriptedOpenAI([{"reply": GOOD, "delay": 4}] * 4) as server:
-        doc, res = run(tmp_path, server, "--rounds", "1", "--llm-candidates", "1", "--llm-timeout", "1",
+        doc, _ = run(tmp_path, server, "--rounds", "1", "--llm-candidates", "1", "--llm-timeout", "1",
                        "--llm-retries", "1")
     assert len(server.requests) == 2  # the first try and one retry, then no more
     assert doc["candidates"] == [] and doc["winner"] is None

@@ -1,0 +1,253 @@
+"""Evaluations on a Ray cluster: each candidate's build, gate and timing is one Ray task.
+
+The project reaches the workers through Ray's runtime environment (`working_dir`, and `pip` when
+asked); redline itself must be installed in the workers' Python. On the worker, the task runs the
+same `Evaluator` as a local run, with the same sandbox, against a baseline worker it starts on the
+same host: candidate and baseline are timed side by side on one device, interleaved.
+
+Each task is pinned to a node the pool chose, with the resources a timing needs: a whole GPU for
+CUDA targets (a timing never shares its GPU), one CPU otherwise. The pool keeps at most one task
+per free slot, so the concurrency limit holds across the cluster. A task whose worker or node dies
+is tried once more on another node; a second loss is `infra_error`. Cancelling force-kills the
+remote tasks, and everything the sandbox started on the worker dies with them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from .evaluate import Evaluator
+from .models import CandidateResult, EvalSettings, Regression
+from .pool import ClusterError, EvaluationPool, Job
+from .regression import run_regression
+from .sandbox import LocalBackend, default_python
+from .target import Target, TargetError
+
+# What is not shipped to the workers with the project.
+EXCLUDES = [".git", ".venv", "venv", "node_modules", ".redline", "__pycache__", "*.egg-info", ".mypy_cache",
+            ".ruff_cache", ".pytest_cache"]
+
+
+# ------------------------------------------------------------------ on the worker
+def _on_worker(target: Target) -> Target:
+    """The target inside the project as Ray unpacked it (the task's working directory)."""
+    root = Path.cwd()
+
+    def moved(p: Path) -> Path:
+        return root / p.relative_to(target.project_root)
+
+    here = dataclasses.replace(target, file=moved(target.file), inputs_file=moved(target.inputs_file),
+                               project_root=root)
+    if hashlib.sha256(here.file.read_bytes()).hexdigest() != target.digest:
+        raise TargetError(f"{target.file.name} on the worker differs from the one the run began with")
+    return here
+
+
+def _where() -> str:
+    import ray
+
+    return f"{socket.gethostname()} (node {ray.get_runtime_context().get_node_id()[:8]})"
+
+
+def probe_task(target: Target, settings: EvalSettings) -> dict[str, Any]:
+    ev = Evaluator(_on_worker(target), settings)
+    return {"inputs": ev.inputs, "hardware": ev.hardware, "isolation": ev.isolation, "where": _where()}
+
+
+def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str, Any]:
+    ev = Evaluator(_on_worker(target), settings, probe=False)
+    result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach)
+    result.host = _where()
+    return {"result": result.model_dump(), "baseline_times": ev.baseline.times}
+
+
+def regression_task(target: Target, new_source: str, command: list[str] | None,
+                    settings: EvalSettings) -> dict[str, Any]:
+    reg = run_regression(_on_worker(target), new_source, LocalBackend(settings.isolation), default_python(), command,
+                         settings.limits)
+    return reg.model_dump()
+
+
+# ------------------------------------------------------------------ on the driver
+def _reachable(address: str) -> None:
+    """Fail fast (Ray itself waits minutes) when nothing listens at `address`."""
+    hostport = address.removeprefix("ray://").rsplit("/", 1)[0]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"--ray-address {address}: expected HOST:PORT (the head's GCS) or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ClusterError(f"the Ray cluster at {address} cannot be reached ({exc.strerror or exc})")
+
+
+class RayPool(EvaluationPool):
+    name = "ray"
+
+    def __init__(self, target: Target, settings: EvalSettings, address: str | None = None, jobs: int | None = None,
+                 pip: list[str] | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ClusterError("Ray is not installed: pip install 'redline[ray]'")
+        self.ray = ray
+        self.target = target
+        self.settings = settings
+        if not target.inputs_file.is_relative_to(target.project_root):
+            raise TargetError(f"{target.inputs_file}: with --backend ray the inputs file must be inside the project "
+                              f"({target.project_root}), which is what the workers receive")
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if address and address != "auto":
+            _reachable(address)
+        runtime_env: dict[str, Any] = {"working_dir": str(target.project_root), "excludes": EXCLUDES}
+        if pip:
+            runtime_env["pip"] = pip
+        local: dict[str, Any] = {} if address else {"include_dashboard": False}  # no address: a Ray of our own on this machine
+        try:
+            ray.init(address=address, runtime_env=runtime_env, namespace="redline", log_to_driver=False,
+                     logging_level=logging.WARNING, **local)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ClusterError(f"cannot join the Ray cluster{' at ' + address if address else ''}: {exc}")
+        self.gpu = settings.device == "cuda"
+        self.resources = {"num_gpus": 1, "num_cpus": 1} if self.gpu else {"num_cpus": 1}
+        self.slots = self._slots()
+        total = sum(self.slots.values())
+        if total == 0:
+            ray.shutdown()
+            raise ClusterError("no node of the Ray cluster has " + ("a GPU" if self.gpu else "a CPU") + " to offer")
+        self.concurrency = min(total, jobs) if jobs else total
+        self.baseline_times = []
+        self.notes = []
+        self._failed: list[CandidateResult] = []  # jobs that could not be started at all
+        self._running: dict[Any, tuple[Job, str, int]] = {}  # ref -> (job, node, attempt)
+        self._load: dict[str, int] = dict.fromkeys(self.slots, 0)
+        self._cancelled = False
+        try:
+            info = self._call(probe_task, next(iter(self.slots)), target, settings)
+        except BaseException:
+            ray.shutdown()
+            raise
+        self.inputs, self.hardware = info["inputs"], info["hardware"]
+        self.isolation = f"{info['isolation']}, on Ray workers"
+        self.reference_hardware = info["hardware"]
+
+    def _slots(self) -> dict[str, int]:
+        """Node id -> how many timings it can hold at once (GPUs, or CPUs)."""
+        out = {}
+        for node in self.ray.nodes():
+            if not node.get("Alive"):
+                continue
+            res = node.get("Resources", {})
+            out[node["NodeID"]] = int(res.get("GPU", 0)) if self.gpu else int(res.get("CPU", 0))
+        return {k: v for k, v in out.items() if v > 0}
+
+    def _remote(self, fn: Any, node: str) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return self.ray.remote(fn).options(max_retries=0, retry_exceptions=False, **self.resources,
+                                           scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+
+    def _call(self, fn: Any, node: str, *args: Any) -> Any:
+        """Run `fn` on `node` and wait; worker-side errors come back as the errors they are."""
+        try:
+            return self.ray.get(self._remote(fn, node).remote(*args))
+        except self.ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, BaseException) else None
+            if isinstance(cause, TargetError):
+                raise cause
+            if isinstance(cause, (ImportError, ModuleNotFoundError)) or "ModuleNotFoundError" in str(exc):
+                raise ClusterError(f"the Ray workers cannot run redline ({_last_line(exc)}): install redline in "
+                                   "the workers' Python environment")
+            raise ClusterError(f"a Ray worker failed: {_last_line(exc)}")
+        except self.ray.exceptions.RayError as exc:
+            raise ClusterError(f"the Ray cluster failed: {_last_line(exc)}")
+
+    def _pick(self, avoid: str | None = None) -> str:
+        alive = self._slots()
+        for node in alive:
+            self._load.setdefault(node, 0)
+        candidates = [n for n in alive if n != avoid] or list(alive)
+        if not candidates:
+            raise ClusterError("no node of the Ray cluster is alive")
+        return max(candidates, key=lambda n: alive[n] - self._load.get(n, 0))
+
+    def _launch(self, job: Job, attempt: int, avoid: str | None = None) -> None:
+        node = self._pick(avoid)
+        ref = self._remote(evaluate_task, node).remote(self.target, self.settings, job)
+        self._load[node] = self._load.get(node, 0) + 1
+        self._running[ref] = (job, node, attempt)
+
+    def submit(self, job: Job) -> None:
+        try:
+            self._launch(job, 0)
+        except ClusterError as exc:  # the pool lost every node: this candidate cannot run
+            self._failed.append(_infra(job, str(exc)))
+
+    def next_done(self, timeout: float) -> CandidateResult | None:
+        if self._failed:
+            return self._failed.pop(0)
+        if not self._running:
+            return None
+        ready, _ = self.ray.wait(list(self._running), num_returns=1, timeout=timeout)
+        if not ready:
+            return None
+        ref = ready[0]
+        job, node, attempt = self._running.pop(ref)
+        self._load[node] -= 1
+        ray = self.ray
+        try:
+            out = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            return _infra(job, "cancelled while it ran")
+        except ray.exceptions.RayTaskError as exc:
+            return _infra(job, f"the evaluation failed on the worker: {_last_line(exc)}")
+        except ray.exceptions.RayError as exc:  # the worker process or its node died
+            lost = f"the Ray worker on node {node[:8]} was lost ({exc.__class__.__name__})"
+            if attempt == 0 and not self._cancelled:
+                try:
+                    self._launch(job, 1, avoid=node)
+                    self.notes.append(f"{job.id}: {lost}; tried once more")
+                    return self.next_done(timeout)
+                except ClusterError as again:
+                    lost += f"; no other node to retry on ({again})"
+            return _infra(job, f"{lost}, twice" if attempt else lost)
+        result = CandidateResult.model_validate(out["result"])
+        if result.hardware in ("", self.reference_hardware):
+            self.baseline_times.extend(out["baseline_times"])
+        return result
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        for ref in list(self._running):
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:  # already finished, or the cluster is gone
+                pass
+
+    def regression(self, target: Target, new_source: str, command: list[str] | None) -> Regression:
+        try:
+            return Regression.model_validate(self._call(regression_task, self._pick(), target, new_source, command,
+                                                        self.settings))
+        except ClusterError as exc:
+            return Regression(ran=True, passed=False, command=command or [], output_tail=str(exc))
+
+    def close(self) -> None:
+        if self._running:
+            self.cancel()
+        self.ray.shutdown()
+
+
+def _infra(job: Job, reason: str) -> CandidateResult:
+    return CandidateResult(id=job.id, origin=job.origin, round=job.round, parent=job.parent, code=job.code,
+                           approach=job.approach, status="infra_error", reason=reason)
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[-1].strip()[:300] if lines else exc.__class__.__name__

@@ -1,0 +1,127 @@
+"""A real local Ray cluster for the tests: a head and worker nodes, each a real raylet.
+
+`python ray_cluster.py NODES CPUS` starts the cluster (ray.cluster_utils.Cluster, the same thing
+Ray's own tests use), prints the head's address, and then obeys lines on stdin: `remove I` takes
+worker node I away (its raylet and workers die), `quit` shuts everything down. `LocalRayCluster`
+runs that script as a separate process, so the test process never becomes a Ray driver.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+class LocalRayCluster:
+    def __init__(self, nodes: int = 2, cpus_per_node: int = 1) -> None:
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (held for the cluster's life; closed in close())
+        self.proc = subprocess.Popen([sys.executable, __file__, str(nodes), str(cpus_per_node)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("address "):
+            self.proc.kill()
+            self._log.seek(0)
+            raise RuntimeError(f"the Ray cluster did not start: {self._log.read()[-3000:].decode(errors='replace')}")
+        self.address = line.split()[1]
+
+    def remove_node(self, index: int) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"remove {index}\n")
+        self.proc.stdin.flush()
+        self.proc.stdout.readline()
+
+    def running_tasks(self) -> list[Any]:
+        """Tasks the cluster's state API reports as running (any job)."""
+        out = subprocess.run([sys.executable, "-c", (
+            "import json, sys; from ray.util.state import list_tasks\n"
+            f"ts = list_tasks(address={self.address!r}, filters=[('state', '=', 'RUNNING')], raise_on_missing_output=False)\n"
+            "print(json.dumps([t.name for t in ts]))")], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr[-2000:])
+        import json
+
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=60)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+        self._log.close()
+
+    def __enter__(self) -> LocalRayCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def task_processes(name: str) -> list[int]:
+    """PIDs of Ray worker processes now running a task of `name` (Ray titles them `ray::NAME`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cmd.startswith(f"ray::{name}"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def sandboxed_processes() -> list[int]:
+    """PIDs of sandboxed workers (REDLINE_SANDBOXED=1 in their environment) still alive."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"REDLINE_SANDBOXED=1" in (entry / "environ").read_bytes():
+                status = (entry / "status").read_text()
+                if "\nState:\tZ" not in status:
+                    pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _serve(nodes: int, cpus: int) -> None:
+    from ray.cluster_utils import Cluster
+
+    with socket.socket() as s:  # a free port: another Ray on this machine may hold the default one
+        s.bind(("127.0.0.1", 0))
+        dashboard_port = s.getsockname()[1]
+    cluster = Cluster(initialize_head=True, connect=False,
+                      head_node_args={"num_cpus": cpus, "include_dashboard": True, "dashboard_port": dashboard_port})
+    workers = [cluster.add_node(num_cpus=cpus) for _ in range(nodes - 1)]
+    cluster.wait_for_nodes()
+    print("address", cluster.address, flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if cmd[:1] == ["remove"]:
+            cluster.remove_node(workers[int(cmd[1])], allow_graceful=False)
+            print("removed", flush=True)
+        elif cmd[:1] == ["quit"]:
+            break
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    _serve(int(sys.argv[1]), int(sys.argv[2]))
+    time.sleep(0.1)

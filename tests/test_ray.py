@@ -1,0 +1,152 @@
+"""`redline optimise --backend ray` on a real local Ray cluster (a head and a worker node, real raylets).
+
+Every run goes through the real CLI. The cluster is started by the tests (tests/ray_cluster.py);
+nothing is mocked. On a 2-core machine the two nodes have one CPU each, so two candidates are
+evaluated at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline
+
+ray = pytest.importorskip("ray")
+from ray_cluster import LocalRayCluster, sandboxed_processes, task_processes  # noqa: E402
+
+ADV = TESTS / "adversarial"
+SIXTEEN = ["honest_vectorised.py", "exact_copy.py", "cache_by_shape.py", "skip_some_calls.py", "warmup_then_cheap.py",
+           "background_thread.py", "fake_equality.py", "patched_timer.py", "mutates_inputs.py", "precision_dropped.py",
+           "crashes.py", "os_exit.py", "hang_at_call.py", "network.py", "writes_workspace.py", "garbage_reply.md"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalRayCluster]:
+    with LocalRayCluster(nodes=2, cpus_per_node=1) as c:
+        yield c
+
+
+def project(tmp_path: Path, names: list[str]) -> tuple[Path, Path]:
+    shutil.copy(ADV / "target.py", tmp_path / "target.py")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'adv'\nversion = '0'\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for name in names:
+        shutil.copy(ADV / "candidates" / name, cands / name)
+    return tmp_path / "target.py", cands
+
+
+def cli(target: Path, cands: Path, address: str, *extra: str) -> list[str]:
+    return ["optimise", f"{target}::affine", "--candidates", str(cands), "--no-builtin", "--budget", "100",
+            "--backend", "ray", "--ray-address", address, "--timeout", "6", "--json", str(target.parent / "r.json"),
+            *extra]
+
+
+def popen(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "redline") if (REPO / ".venv").exists() else "redline",
+                             *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def wait_for_tasks(n: int, timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = task_processes("evaluate_task")
+        if len(pids) >= n:
+            return pids
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {n} evaluate_task processes appeared")
+
+
+def test_sixteen_candidates_on_two_nodes_get_their_statuses(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    target, cands = project(tmp_path, SIXTEEN)
+    res = redline(*cli(target, cands, cluster.address), cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["backend"] == "ray" and "on Ray workers" in doc["isolation"]
+    by_file = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    assert sorted(by_file) == sorted(SIXTEEN)
+    for name, c in by_file.items():
+        statuses, words = ADVERSARIAL_EXPECT[name]
+        assert c["status"] in statuses, (name, c["status"], c["reason"])
+        assert all(w in c["reason"] for w in words), (name, c["reason"])
+    winner = next(c for c in doc["candidates"] if c["id"] == doc["winner"]["id"])
+    assert winner["origin"] == "file:honest_vectorised.py"
+    # Both nodes did work, each timing names the node and hardware it was measured on.
+    timed = [c for c in doc["candidates"] if c["median_s"] is not None]
+    assert len({c["host"] for c in doc["candidates"]}) == 2
+    assert all("(node " in c["host"] and c["hardware"] == doc["hardware"] for c in timed)
+    # Two at once: evaluations one after another could not add up to more than the run's wall time.
+    assert doc["cost"]["device_s"] > doc["cost"]["wall_s"], doc["cost"]
+
+
+def test_a_worker_killed_mid_run_costs_a_retry_not_the_run(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    names = ["honest_vectorised.py", "exact_copy.py", "crashes.py", "mutates_inputs.py"]
+    target, cands = project(tmp_path, names)
+    proc = popen(cli(target, cands, cluster.address), tmp_path)
+    victim = wait_for_tasks(1)[0]
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(c["origin"].removeprefix("file:") for c in doc["candidates"]) == sorted(names)
+    lost = [n for n in doc["notes"] if "was lost" in n]
+    assert lost and "tried once more" in lost[0], doc["notes"]
+    for c in doc["candidates"]:
+        statuses, _ = ADVERSARIAL_EXPECT[c["origin"].removeprefix("file:")]
+        assert c["status"] in statuses, (c["origin"], c["status"], c["reason"])
+    assert doc["winner"] is not None
+
+
+def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    target, cands = project(tmp_path, ["hang_at_call.py"])
+    hang = (cands / "hang_at_call.py").read_text()
+    (cands / "hang_again.py").write_text(hang + "\n# a second copy, so that both nodes are busy\n")
+    proc = popen(cli(target, cands, cluster.address, "--timeout", "120"), tmp_path)
+    wait_for_tasks(2)
+    time.sleep(1.0)  # both candidates are inside their hanging call
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert time.monotonic() - t0 < 30
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (task_processes("evaluate_task") or cluster.running_tasks()):
+        time.sleep(0.5)
+    assert task_processes("evaluate_task") == [] and cluster.running_tasks() == []
+    assert sandboxed_processes() == []
+
+
+def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:
+    target, cands = project(tmp_path, ["honest_vectorised.py"])
+    t0 = time.monotonic()
+    res = redline(*cli(target, cands, "127.0.0.1:9"), cwd=tmp_path, timeout=120)
+    assert res.returncode == 3
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("redline optimise:")]
+    assert len(errors) == 1 and "127.0.0.1:9 cannot be reached" in errors[0], res.stderr
+    assert "Traceback" not in res.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_node_lost_mid_run_is_survived(tmp_path: Path) -> None:
+    names = ["honest_vectorised.py", "exact_copy.py", "crashes.py", "precision_dropped.py"]
+    target, cands = project(tmp_path, names)
+    with LocalRayCluster(nodes=2, cpus_per_node=1) as c:
+        proc = popen(cli(target, cands, c.address), tmp_path)
+        wait_for_tasks(2)
+        c.remove_node(0)
+        _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(c["origin"].removeprefix("file:") for c in doc["candidates"]) == sorted(names)
+    assert any("was lost" in n for n in doc["notes"]), doc["notes"]
+    assert all(c["status"] != "infra_error" for c in doc["candidates"]), doc["candidates"]
+    assert len({c["host"] for c in doc["candidates"]}) == 1  # the rest ran on the head
