@@ -44,6 +44,8 @@ class Progress:
             print(("\r\x1b[2K" if self.tty else "") + line, file=out, flush=True)
         elif event == "regression":
             print(f"  running the project's tests on {data['id']}...", file=out, flush=True)
+        elif event == "versus_compile":
+            print(f"  timing {data['id']} against torch.compile of the target...", file=out, flush=True)
         elif event == "proposer_error":
             print(f"  proposer {data['proposer']} failed: {data['error']}", file=out, flush=True)
 
@@ -92,6 +94,14 @@ def print_summary(report: Report, target: Target) -> None:
         return
     w = report.winner
     print(f"winner {w.id}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
+    if w.vs_compile_speedup is not None and w.vs_compile_ci95 is not None:
+        print(f"against torch.compile of the target: {w.vs_compile_speedup:.2f}x (95% CI {w.vs_compile_ci95[0]:.2f}-"
+              f"{w.vs_compile_ci95[1]:.2f}); the stronger baseline is {w.stronger_baseline}")
+    winner = next((c for c in report.candidates if c.id == w.id), None)
+    if winner is not None and winner.kernel_profile is not None:
+        from .kernel_profile import describe
+
+        print(f"Nsight Compute: {describe(winner.kernel_profile)}")
     print(w.diff, end="" if w.diff.endswith("\n") else "\n")
 
 

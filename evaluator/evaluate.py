@@ -19,7 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from .compare import Mismatch, compare
-from .models import CandidateResult, EvalSettings, Status
+from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
+from .models import CandidateResult, EvalSettings, KernelProfile, Status
 from .protocol import Encoded, ErrorInfo, Reply
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .stats import median, median_ci, speedup_ci
@@ -117,8 +118,14 @@ class Evaluator:
         return {"file": str(t.file), "qualname": t.qualname, "module": t.module_name,
                 "sys_path": [str(t.project_root), str(t.file.parent)], "inputs_file": str(t.inputs_file),
                 "inputs_func": t.inputs_func, "kernelbench": t.kernelbench, "device": self.settings.device,
-                "candidate": candidate, "allow_processes": trusted,
+                "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else []}
+
+    def _env(self, candidate: str | None) -> dict[str, str]:
+        """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported)."""
+        if self.settings.device == "cpu" and ("triton" in self.target.source or "triton" in (candidate or "")):
+            return {"TRITON_INTERPRET": "1"}
+        return {}
 
     def _start(self, candidate: str | None, trusted: bool) -> Worker:
         return self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits)
@@ -143,7 +150,9 @@ class Evaluator:
         return reply
 
     def evaluate(self, cid: str, code: str, origin: str, round_: int = 0, parent: str | None = None,
-                 trusted: bool = False, approach: str = "") -> CandidateResult:
+                 trusted: bool = False, approach: str = "", reference: str | None = None) -> CandidateResult:
+        """Build, gate and time `code` against a fresh baseline worker (the target itself, or the
+        trusted `reference` code, such as a torch.compile of the target, for a head-to-head)."""
         base: dict[str, Any] = dict(id=cid, origin=origin, round=round_, parent=parent, code=code, approach=approach)
         problem = check_candidate(code, self.target)
         if problem:
@@ -156,10 +165,10 @@ class Evaluator:
         self._trusted = trusted
         started = time.perf_counter()
         worker = self._start(code, trusted)
-        reference = self._start(self._reference_code, trusted=True)
-        self._active = [worker, reference]
+        baseline = self._start(reference if reference is not None else self._reference_code, trusted=True)
+        self._active = [worker, baseline]
         try:
-            result = self._run(worker, reference, base)
+            result = self._run(worker, baseline, base)
             result.cpu_s = worker.cpu_seconds()
             result.eval_s = time.perf_counter() - started
             result.host = HOST
@@ -167,11 +176,37 @@ class Evaluator:
                 result.hardware = str((result.gpu or {}).get("name") or cpu_model())
             if self._cancelled.is_set():
                 return CandidateResult(status="infra_error", reason="cancelled while it ran", **base)
-            return result
         finally:
             self._active = []
             worker.close()
-            reference.close()
+            baseline.close()
+        if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile:
+            result.kernel_profile = self.profile_kernels(code, trusted)
+            result.eval_s = time.perf_counter() - started
+        return result
+
+    def profile_kernels(self, code: str | None, trusted: bool) -> KernelProfile | None:
+        """Nsight Compute on `code`'s kernels in a sandboxed worker; None where ncu is missing or fails."""
+        ncu = ncu_path()
+        if ncu is None:
+            return None
+        worker = self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
+                                    prefix=ncu_prefix(ncu))
+        self._active = [worker]
+        try:
+            load = _validated(worker.read_reply(self.settings.limits.wall_s * 4), "the candidate under ncu")
+            if not load.ok:
+                return None
+            self._ask(worker, {"op": "profile", "seeds": fresh_seeds(2)}, "the candidate under ncu")
+            if worker.finish(timeout=self.settings.limits.wall_s * 4) is None:
+                return None
+            profile = read_report(worker.scratch)
+            return summarise(profile) if profile is not None else None
+        except (Rejected, WorkerDied, WorkerTimeout):
+            return None
+        finally:
+            self._active = []
+            worker.close()
 
     def cancel(self) -> None:
         """Stop at once: kill the workers of the candidate being evaluated (safe from any thread)."""

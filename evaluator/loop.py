@@ -18,6 +18,7 @@ from .config import ConfigError, ProjectConfig, load_config
 from .models import CandidateResult, Cost, EvalSettings, Interval, Regression, Report, TargetInfo, Winner
 from .pool import EvaluationPool, Job, LocalPool, PoolFactory
 from .proposers import Context, Proposal, Proposer
+from .proposers.builtin import torch_compile_code
 from .stats import median, median_ci
 from .target import Target, TargetError, apply_candidate
 
@@ -137,7 +138,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
 
     def propose(round_: int) -> list[Proposal]:
         ctx = Context(target=target, round=round_, history=list(archive.results), best=archive.best,
-                      hotspot_note=hotspot_note, inputs=pool.inputs, hardware=pool.hardware)
+                      hotspot_note=hotspot_note, inputs=pool.inputs, hardware=pool.hardware, device=settings.device)
         out: list[Proposal] = []
         for p in proposers:
             try:
@@ -201,14 +202,20 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     except KeyboardInterrupt:
         cancel.set()
         pool.cancel()
+    winner, regression = None, None
+    try:
+        # Cancelled or not, the best verified so far is offered (after the project's tests).
+        winner, regression = _pick_winner(target, archive, pool, config.test_command, notes, say)
+        if winner is not None and not cancel.is_set():
+            winner = _versus_compile(target, winner, archive, pool, cancel, notes, say)
+    except KeyboardInterrupt:
+        cancel.set()
+        pool.cancel()
     finally:
         finished.set()
+        pool.close()
     if cancel.is_set():
         notes.append("cancelled")
-    try:
-        winner, regression = _pick_winner(target, archive, pool, config.test_command, notes, say)
-    finally:
-        pool.close()
     n = len(archive.results)
     timed = [r for r in archive.results if r.energy_j is not None]
     report = Report(
@@ -293,6 +300,38 @@ def _pick_winner(target: Target, archive: Archive, pool: EvaluationPool, command
         notes.append(f"{cand.id} is faster but breaks the project's tests ({' '.join(reg.command)}: {last[0]}); "
                      "not offered")
     return None, None
+
+
+def _versus_compile(target: Target, winner: Winner, archive: Archive, pool: EvaluationPool,
+                    cancel: threading.Event, notes: list[str], say: ProgressFn) -> Winner:
+    """For torch code, the stronger baseline is whichever of eager and torch.compile is faster: the
+    winner is timed head-to-head against torch.compile of the target (same host, interleaved)."""
+    compile_code = torch_compile_code(target, "default")
+    if compile_code is None:
+        return winner
+    won = next(c for c in archive.results if c.id == winner.id)
+    if won.code.strip() == compile_code.strip():  # the winner is torch.compile itself
+        return winner.model_copy(update={"vs_compile_speedup": 1.0, "vs_compile_ci95": (1.0, 1.0),
+                                         "stronger_baseline": "torch.compile", "speedup_vs_stronger": 1.0})
+    say("versus_compile", {"id": winner.id})
+    pool.submit(Job(f"{winner.id}-vs-compile", won.code, won.origin, won.round, won.id,
+                    trusted=won.origin.startswith("builtin:"), approach=won.approach, reference=compile_code))
+    result = None
+    while result is None and not cancel.is_set():
+        result = pool.next_done(1.0)
+    if result is None:
+        return winner
+    if result.speedup is None or result.speedup_ci95 is None:
+        notes.append(f"{winner.id} could not be timed against torch.compile: {result.reason}")
+        return winner
+    compile_vs_eager = winner.speedup / result.speedup
+    stronger = "torch.compile" if compile_vs_eager > 1 else "eager"
+    notes.append(f"{winner.id} against torch.compile of the target: {result.speedup:.2f}x (95% CI "
+                 f"{result.speedup_ci95[0]:.2f}-{result.speedup_ci95[1]:.2f}); torch.compile is about "
+                 f"{compile_vs_eager:.2f}x eager")
+    return winner.model_copy(update={"vs_compile_speedup": result.speedup, "vs_compile_ci95": result.speedup_ci95,
+                                     "stronger_baseline": stronger,
+                                     "speedup_vs_stronger": min(result.speedup, winner.speedup)})
 
 
 def _resumed(run_dir: Path, target: Target) -> list[CandidateResult]:

@@ -36,6 +36,7 @@ class EvalSettings(_Model):
     rtol: float | None = Field(None, description="relative tolerance override (default per dtype)")
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
     limits: Limits = Limits()
+    kernel_profile: bool = Field(True, description="profile verified CUDA candidates with Nsight Compute when ncu exists")
     isolation: Literal["auto", "bwrap", "process"] = Field(
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")
 
@@ -44,6 +45,29 @@ class Interval(_Model):
     median_s: float
     ci95_s: tuple[float, float]
     runs: int
+
+
+class HotLine(_Model):
+    file: str
+    line: int
+    stall_samples: float
+    reason: str = ""  # the main warp-stall reason there
+
+
+class KernelStat(_Model):
+    name: str
+    time_us: float
+    memory_pct: float | None = None  # memory throughput, % of peak
+    compute_pct: float | None = None  # SM throughput, % of peak
+    occupancy_pct: float | None = None  # achieved occupancy
+    registers: float | None = None
+
+
+class KernelProfile(_Model):
+    """What Nsight Compute measured of one candidate's kernels."""
+
+    kernels: list[KernelStat] = []
+    hot_lines: list[HotLine] = []
 
 
 class CandidateResult(_Model):
@@ -71,13 +95,19 @@ class CandidateResult(_Model):
     eval_s: float | None = None  # wall time the evaluation held its device (build, gate, timing)
     host: str = ""  # where it was measured
     hardware: str = ""  # what it was measured on (GPU or CPU model): speedups compare only within one
+    kernel_profile: KernelProfile | None = None  # Nsight Compute, for verified CUDA candidates where ncu exists
 
 
 class Winner(_Model):
     id: str
-    speedup: float
+    speedup: float  # against the target as written (eager)
     speedup_ci95: tuple[float, float]
     diff: str
+    # For torch targets: the winner timed head-to-head against torch.compile of the target.
+    vs_compile_speedup: float | None = None
+    vs_compile_ci95: tuple[float, float] | None = None
+    stronger_baseline: str = "eager"  # "torch.compile" where it is faster than the target as written
+    speedup_vs_stronger: float | None = None  # the speedup against the stronger of the two
 
 
 class TargetInfo(_Model):

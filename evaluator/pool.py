@@ -35,6 +35,7 @@ class Job:
     parent: str | None = None
     trusted: bool = False
     approach: str = ""
+    reference: str | None = None  # trusted code to time against instead of the target (a head-to-head)
 
 
 class EvaluationPool(ABC):
@@ -97,7 +98,7 @@ class LocalPool(EvaluationPool):
         while (job := self._jobs.get()) is not None:
             try:
                 result = self.evaluator.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted,
-                                                 job.approach)
+                                                 job.approach, job.reference)
             except Exception as exc:  # a harness bug must cost one candidate, not the run
                 result = CandidateResult(id=job.id, origin=job.origin, round=job.round, parent=job.parent,
                                          code=job.code, approach=job.approach, status="infra_error",

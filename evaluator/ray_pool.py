@@ -62,7 +62,7 @@ def probe_task(target: Target, settings: EvalSettings) -> dict[str, Any]:
 
 def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str, Any]:
     ev = Evaluator(_on_worker(target), settings, probe=False)
-    result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach)
+    result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach, job.reference)
     result.host = _where()
     return {"result": result.model_dump(), "baseline_times": ev.baseline.times}
 

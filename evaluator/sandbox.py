@@ -150,6 +150,20 @@ class Worker:
         self.send(obj)
         return self.read_reply(timeout)
 
+    def finish(self, timeout: float) -> int | None:
+        """Close the worker's input so that it exits on its own (a profiler around it then writes its
+        report); its exit code, or None if it had to be killed at `timeout`."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
     def _died(self) -> None:
         try:
             rc = self.proc.wait(timeout=5)
@@ -248,8 +262,9 @@ class ExecutionBackend(ABC):
     isolation: str
 
     @abstractmethod
-    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
-        """Start a worker process for `spec` (see worker.py) and return its handle."""
+    def start(self, spec: dict[str, Any], python: str, limits: Limits, prefix: tuple[str, ...] = ()) -> Worker:
+        """Start a worker process for `spec` (see worker.py) and return its handle. `prefix` runs
+        the worker under another program (a profiler); `{scratch}` in it names the worker's scratch."""
 
     @abstractmethod
     def run(self, cmd: list[str], scratch: Path, cwd: Path, python: str, limits: Limits,
@@ -307,14 +322,15 @@ class LocalBackend(ExecutionBackend):
         _LIVE.add(proc.pid)
         return proc
 
-    def start(self, spec: dict[str, Any], python: str, limits: Limits) -> Worker:
+    def start(self, spec: dict[str, Any], python: str, limits: Limits, prefix: tuple[str, ...] = ()) -> Worker:
         scratch = Path(tempfile.mkdtemp(prefix="redline-cand-"))
         read_fd, write_fd = os.pipe()
         spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
         stderr_path = scratch / ".stderr"
         visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
         gpu = spec.get("device") == "cuda"
-        cmd = self._wrap([python, "-X", "utf8", str(WORKER)], scratch, python, visible, gpu=gpu)
+        cmd = self._wrap([*(a.replace("{scratch}", str(scratch)) for a in prefix), python, "-X", "utf8", str(WORKER)],
+                         scratch, python, visible, gpu=gpu)
         with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
             proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,), gpu=gpu)
         os.close(write_fd)

@@ -526,6 +526,24 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
+def op_profile(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """Calls on fresh inputs inside an NVTX range `redline_call`, for Nsight Compute to profile
+    (only the kernels launched inside the range: not the inputs' creation, not the harness's)."""
+    nvtx = _cuda.torch.cuda.nvtx if _cuda is not None else None
+    for seed in req["seeds"]:
+        args, fn = subject.inputs(seed)
+        _sync()
+        if nvtx is not None:
+            nvtx.range_push("redline_call")
+        _out, err = _call(fn, args)
+        _sync()
+        if nvtx is not None:
+            nvtx.range_pop()
+        if err is not None:
+            return {"batch_error": f"{err['type']}: {err['message']}"}
+    return {}
+
+
 def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     seeds = req["seeds"]
     keep = set(req.get("keep", []))
@@ -577,6 +595,8 @@ def main() -> None:
     out = os.fdopen(spec["reply_fd"], "w", buffering=1)
     _scratch = os.path.abspath(spec["scratch"])
     _allow_processes = bool(spec.get("allow_processes"))
+    for key, value in spec.get("env", {}).items():
+        os.environ.setdefault(key, value)  # before any user code imports what reads it
     sys.addaudithook(_audit)
     os.chdir(_scratch)
 
@@ -604,7 +624,7 @@ def main() -> None:
         t_req = _perf()
         req = json.loads(line)
         try:
-            result = op_check(subject, req) if req["op"] == "check" else op_time(subject, req)
+            result = {"check": op_check, "time": op_time, "profile": op_profile}[req["op"]](subject, req)
             result["ok"] = True
         except BaseException as exc:
             result = {"ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],

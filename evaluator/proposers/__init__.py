@@ -31,6 +31,7 @@ class Context:
     hotspot_note: str = ""
     inputs: list[str] = field(default_factory=list)  # each argument's type, dtype, shape (from the sandbox)
     hardware: str = ""  # what candidates are measured on
+    device: str = "cpu"
 
 
 class Proposer:

@@ -6,6 +6,7 @@ import importlib.util
 import re
 import textwrap
 
+from ..target import Target
 from . import Context, Proposal, Proposer
 
 
@@ -32,23 +33,38 @@ class NumbaProposer(Proposer):
                 for opts in ("", ", fastmath=True")]
 
 
+def torch_compile_code(t: Target, mode: str, options: dict[str, object] | None = None) -> str | None:
+    """The target wrapped in `torch.compile` (None for methods and code that does not use torch)."""
+    if "torch" not in t.source or "." in t.qualname or not _available("torch"):
+        return None
+    src = textwrap.dedent(t.function_source)
+    eager = f"_redline_eager_{t.name}"
+    renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
+    extra = f", options={options!r}" if options else ""
+    return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, mode={mode!r}, dynamic=False{extra})\n"
+
+
 class TorchCompileProposer(Proposer):
-    """`torch.compile` of a torch function, in a few modes."""
+    """`torch.compile` of a torch function: default, autotuned, and autotuned with inductor's
+    coordinate-descent tuning of the generated kernels' block sizes (CUDA only; slow to compile)."""
 
     name = "torch.compile"
 
     def propose(self, ctx: Context) -> list[Proposal]:
-        t = ctx.target
-        if ctx.round != 1 or "torch" not in t.source or "." in t.qualname or not _available("torch"):
+        if ctx.round != 1:
             return []
-        src = textwrap.dedent(t.function_source)
-        eager = f"_redline_eager_{t.name}"
-        renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
+        variants: list[tuple[str, dict[str, object] | None, str]] = [
+            ("default", None, "torch.compile(default)"),
+            ("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)")]
+        if ctx.device == "cuda":
+            variants.append(("max-autotune-no-cudagraphs", {"coordinate_descent_tuning": True},
+                             "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"))
         out = []
-        for mode in ("default", "max-autotune-no-cudagraphs"):
-            code = f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, mode={mode!r}, dynamic=False)\n"
-            out.append(Proposal(code=code, origin="builtin:torch.compile", approach=f"torch.compile({mode})",
-                                trusted=True))
+        for mode, options, approach in variants:
+            code = torch_compile_code(ctx.target, mode, options)
+            if code is None:
+                return []
+            out.append(Proposal(code=code, origin="builtin:torch.compile", approach=approach, trusted=True))
         return out
 
 

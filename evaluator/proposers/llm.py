@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..kernel_profile import describe as describe_kernels
 from ..models import CandidateResult
 from ..target import extract_code
 from . import Context, Proposal, Proposer
@@ -54,8 +55,9 @@ def _feedback(history: list[CandidateResult]) -> str:
     for r in history[-8:]:
         timing = f", {r.median_s * 1e3:.3f} ms, {r.speedup:.2f}x" if r.median_s and r.speedup else ""
         tail = textwrap.shorten(r.error_tail.strip().splitlines()[-1], 200) if r.error_tail.strip() else ""
+        kernels = f" | Nsight Compute: {describe_kernels(r.kernel_profile)}" if r.kernel_profile else ""
         rows.append(f"- {r.id} ({r.origin}, {r.approach or 'rewrite'}): {r.status}{timing}: {r.reason}"
-                    + (f" | error: {tail}" if tail else ""))
+                    + (f" | error: {tail}" if tail else "") + kernels)
     return "Earlier candidates and what the evaluator measured:\n" + "\n".join(rows)
 
 
