@@ -41,7 +41,7 @@ def _array(e: dict[str, Any]) -> Any:
     else:
         data = base64.b64decode(e["b"])
     arr = np.frombuffer(data, dtype=np.dtype(e["dtype"]))
-    return arr.reshape(e["shape"])
+    return arr if "sampled" in e else arr.reshape(e["shape"])
 
 
 def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
@@ -121,11 +121,24 @@ def _arrays(ref: dict[str, Any], got: dict[str, Any], where: str, rtol: float | 
         raise Mismatch(f"{where} has dtype {gd}, the reference {rd}")
     if list(ref["shape"]) != list(got["shape"]):
         raise Mismatch(f"{where} has shape {tuple(got['shape'])}, the reference {tuple(ref['shape'])}")
+    rs, gs = ref.get("sampled"), got.get("sampled")
+    if (rs is None) != (gs is None) or (rs and gs and (rs["seed"], rs["n"]) != (gs["seed"], gs["n"])):
+        raise Mismatch(f"{where}: the two sides were not sampled alike (an output of another size or layout)")
     if "b" not in ref and "file" not in ref:  # digests: equal or not
-        if ref.get("sha256") != got.get("sha256"):
+        if ref.get("sha256") != got.get("sha256") or rs != gs:
             raise Mismatch(f"{where}: its values changed")
         return
     a, b = _array(ref), _array(got)
+    _elements(a, b, ref, where + (" (sampled)" if rs else ""), rtol, atol)
+    if rs and gs:
+        scale = float(np.max(np.abs(np.nan_to_num(a.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)))) \
+            if a.size else 0.0
+        _sampled(rs, gs, where, ref.get("torch_dtype") or a.dtype.name, rtol, atol, scale)
+
+
+def _elements(a: Any, b: Any, ref: dict[str, Any], where: str, rtol: float | None, atol: float | None) -> None:
+    np = _np()
+    rd = ref.get("torch_dtype", ref["dtype"])
     kind = a.dtype.kind
     if kind in "biuSUV" or kind == "M" or kind == "m":
         if not np.array_equal(a, b):
@@ -154,3 +167,19 @@ def _arrays(ref: dict[str, Any], got: dict[str, Any], where: str, rtol: float | 
         raise Mismatch(f"{where}: {int(bad.sum())} of {af.size} elements beyond {name} tolerance "
                        f"(rtol={r:g}, atol={t_eff:g}); worst {float(bf[i])!r} vs {float(af[i])!r}, "
                        f"abs err {float(err[i]):.3g}, rel err {rel:.3g}")
+
+
+def _sampled(rs: dict[str, Any], gs: dict[str, Any], where: str, dtype: str, rtol: float | None,
+             atol: float | None, scale: float) -> None:
+    """The whole-array checks of a sampled output: NaN and inf counts, and float64 sums within the
+    elementwise tolerance summed over all elements (the sample itself is compared like an array)."""
+    if rs["nan"] != gs["nan"]:
+        raise Mismatch(f"{where}: {gs['nan']} NaNs, the reference {rs['nan']}")
+    if rs["inf"] != gs["inf"]:
+        raise Mismatch(f"{where}: {gs['inf']} infinities, the reference {rs['inf']}")
+    r, t = tolerance(dtype, rtol, atol)
+    t_eff = min(t, scale * r) if scale > 0 else t
+    allowed = r * rs["abs_sum"] + t_eff * rs["n"]
+    if abs(rs["sum"] - gs["sum"]) > allowed or abs(rs["abs_sum"] - gs["abs_sum"]) > allowed:
+        raise Mismatch(f"{where}: the sum over all {rs['n']} elements is {gs['sum']:.6g}, the reference "
+                       f"{rs['sum']:.6g} (beyond {dtype} tolerance summed over the elements)")

@@ -28,6 +28,7 @@ from .target import Target, TargetError, check_candidate, imports_of, raw_memory
 
 _rng = random.SystemRandom()
 HOST = socket.gethostname()
+BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
 
 
 def cpu_model() -> str:
@@ -245,8 +246,9 @@ class Evaluator:
     def _gate(self, worker: Worker, reference: Worker) -> None:
         seeds = fresh_seeds(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
-        got = self._ask(worker, {"op": "check", "seeds": seeds, "repeat": 2}, "the candidate")
-        ref = self._ask(reference, {"op": "check", "seeds": seeds, "repeat": 1}, "the reference")
+        sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
+        got = self._ask(worker, {"op": "check", "seeds": seeds, "repeat": 2, "sample_seed": sample}, "the candidate")
+        ref = self._ask(reference, {"op": "check", "seeds": seeds, "repeat": 1, "sample_seed": sample}, "the reference")
         if len(ref.results) != len(seeds) or len(got.results) != len(seeds) or \
                 any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
             raise Rejected("crashed", "the candidate's check reply does not match the request")
@@ -285,10 +287,11 @@ class Evaluator:
             raise Rejected("incorrect", f"{prefix}{where} is not a well-formed value ({exc.__class__.__name__})")
 
     # ---------------------------------------------------------------- timing
-    def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str) -> tuple[Reply, float, float]:
+    def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str,
+               sample: int = 0) -> tuple[Reply, float, float]:
         cpu_before = worker.cpu_seconds()
         t0 = time.perf_counter()
-        reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep}, who)
+        reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}, who)
         wall = time.perf_counter() - t0
         if reply.batch_error:
             raise Rejected("crashed", f"{who} raised during timed calls", reply.batch_error)
@@ -303,10 +306,12 @@ class Evaluator:
         s = self.settings
         # Warm-up (JIT compilation, caches) on both sides until per-call times settle.
         est = {}
+        per_call_bytes = 0
         for who, worker in (("candidate", cand), ("reference", reference)):
             prev = None
             for _ in range(6):
                 reply, _, _ = self._batch(worker, fresh_seeds(3), [], f"the {who}")
+                per_call_bytes = max(per_call_bytes, reply.bytes_moved)
                 m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
                     break
@@ -314,6 +319,8 @@ class Evaluator:
             est[who] = m
         per_call = max(est.values())
         n = max(1, min(500, int(s.batch_s / max(per_call, 1e-7))))
+        # A batch's fresh inputs are made before it is timed: keep them within BATCH_BYTES.
+        n = max(2, min(n, BATCH_BYTES // max(per_call_bytes, 1)))
         base_rounds: list[list[float]] = []
         cand_rounds: list[list[float]] = []
         energy: dict[str, list[float]] = {"candidate": [], "reference": []}
@@ -324,13 +331,14 @@ class Evaluator:
         last_cand_cpu_end: float | None = None
         while True:
             seeds = fresh_seeds(n)
+            sample = fresh_seeds(1)[0]
             keep = sorted(_rng.sample(range(n), min(n, 2)))
             order = [("candidate", cand), ("reference", reference)]
             if len(base_rounds) % 2:
                 order.reverse()
             replies: dict[str, Reply] = {}
             for who, worker in order:
-                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}")
+                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}", sample)
                 if who == "candidate":
                     # Built-ins are trusted to compile in the background (torch.compile's workers).
                     if last_cand_cpu_end is not None and not self._trusted:

@@ -152,3 +152,25 @@ def test_large_outputs_travel_as_verified_files(tmp_path: Path) -> None:
     by = {c["origin"]: c for c in doc["candidates"]}
     assert by["file:v.py"]["status"] == "ok", by["file:v.py"]["reason"]
     assert by["file:w.py"]["status"] == "incorrect" and "1 of 200000 elements" in by["file:w.py"]["reason"]
+
+
+def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_path: Path) -> None:
+    # 6M float64 elements (48 MB per output): compared on 262,144 sampled positions drawn fresh per
+    # request, plus float64 sums and NaN/inf counts over every element.
+    write(tmp_path / "huge.py", (
+        "import numpy as np\n\ndef shift(x):\n    return np.add(x, 1.0, dtype=np.float64, order='C') * 1.0\n\n"
+        "def make_inputs(seed):\n    return (np.random.default_rng(seed).standard_normal(6_000_000),)\n"))
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'huge.py'}::shift", {
+        "same.py": "import numpy as np\n\ndef shift(x):\n    return x + 1.0\n",
+        # 1% of the elements wrong: the sample holds ~2,600 of them.
+        "one_percent.py": "def shift(x):\n    y = x + 1.0\n    y[:60_000] = 0.0\n    return y\n",
+        # One element wrong by a lot: the sample almost surely misses it, the sum does not.
+        "one_element.py": "def shift(x):\n    y = x + 1.0\n    y[12345] += 1e4\n    return y\n",
+        "one_nan.py": "def shift(x):\n    y = x + 1.0\n    y[777] = float('nan')\n    return y\n",
+        "mutates.py": "def shift(x):\n    x[3_000_000] += 1.0\n    return x + (1.0 - 1.0) + 1.0 - (x * 0) + 0 * x - (x[3_000_000] - x[3_000_000])\n"})
+    by = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    assert by["same.py"]["status"] in ("ok", "not_faster"), by["same.py"]["reason"]
+    assert by["one_percent.py"]["status"] == "incorrect" and "elements beyond" in by["one_percent.py"]["reason"]
+    assert by["one_element.py"]["status"] == "incorrect" and "the sum over all" in by["one_element.py"]["reason"]
+    assert by["one_nan.py"]["status"] == "incorrect" and "NaN" in by["one_nan.py"]["reason"]
+    assert by["mutates.py"]["status"] == "incorrect" and "mutates its inputs" in by["mutates.py"]["reason"]

@@ -81,3 +81,25 @@ def test_builtin_gpu_proposers_torch_compile_and_triton_configs(tmp_path: Path) 
     origins = {c["origin"] for c in doc["candidates"]}
     assert "builtin:triton-config" in origins  # torch.compile variants of the wrapper come too
     assert all(c["status"] in ("ok", "not_faster") for c in doc["candidates"]), [c["reason"] for c in doc["candidates"]]
+
+
+def test_nsight_compute_profiles_the_verified_winner(gpu_report: dict) -> None:
+    import shutil as sh
+
+    if sh.which("ncu") is None:
+        pytest.skip("ncu is not installed here")
+    kp = gpu_report["triton_fused.py"]["kernel_profile"]
+    assert kp is not None, gpu_report["triton_fused.py"]["reason"]
+    top = kp["kernels"][0]
+    assert "gelu_bias_kernel" in top["name"] and top["time_us"] > 0
+    assert top["memory_pct"] is not None and 0 < top["memory_pct"] <= 100
+    assert top["occupancy_pct"] is not None and 0 < top["occupancy_pct"] <= 100
+    # Only the candidate's own kernels: the inputs' randn and the harness's copies are outside the range.
+    assert all("gelu" in k["name"] for k in kp["kernels"]), [k["name"] for k in kp["kernels"]]
+
+
+def test_the_winner_is_timed_against_torch_compile(gpu_report: dict) -> None:
+    w = gpu_report["__report__"]["winner"]
+    assert w["vs_compile_speedup"] is not None and w["vs_compile_ci95"][0] <= w["vs_compile_speedup"]
+    assert w["stronger_baseline"] == "torch.compile"  # on the H200, compile beats eager gelu by ~9x
+    assert w["speedup_vs_stronger"] == min(w["speedup"], w["vs_compile_speedup"])

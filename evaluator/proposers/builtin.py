@@ -34,8 +34,9 @@ class NumbaProposer(Proposer):
 
 
 def torch_compile_code(t: Target, mode: str, options: dict[str, object] | None = None) -> str | None:
-    """The target wrapped in `torch.compile` (None for methods and code that does not use torch)."""
-    if "torch" not in t.source or "." in t.qualname or not _available("torch"):
+    """The target wrapped in `torch.compile` (None for code that does not use torch). A method
+    (`Model.forward`) is compiled as a function of `self`, assigned to the method's name."""
+    if "torch" not in t.source or t.qualname.count(".") > 1 or not _available("torch"):
         return None
     src = textwrap.dedent(t.function_source)
     eager = f"_redline_eager_{t.name}"
