@@ -115,4 +115,5 @@ class TritonConfigProposer(Proposer):
 
 
 def builtin_proposers() -> list[Proposer]:
-    return [NumbaProposer(), TorchCompileProposer(), TritonConfigProposer()]
+    # The Triton search first: it is cheap to build and aimed at the kernel the user wrote.
+    return [NumbaProposer(), TritonConfigProposer(), TorchCompileProposer()]
