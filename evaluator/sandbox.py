@@ -48,7 +48,11 @@ def clean_env(extra: dict[str, str] | None = None, scratch: str = "/tmp") -> dic
     """The parent's environment without anything that looks like a secret."""
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
     env.update({"HOME": scratch, "TMPDIR": scratch, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-                "PYTHONHASHSEED": "0", "NUMBA_CACHE_DIR": scratch})
+                "PYTHONHASHSEED": "0", "NUMBA_CACHE_DIR": scratch,
+                # Compiler caches live in the worker's scratch: never the user's (a parent that ran
+                # torch.compile exports its cache directory), never shared between candidates.
+                "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor"),
+                "TRITON_CACHE_DIR": os.path.join(scratch, "triton")})
     env.pop("PYTHONSTARTUP", None)
     env.update(extra or {})
     return env

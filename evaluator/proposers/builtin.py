@@ -41,8 +41,8 @@ def torch_compile_code(t: Target, mode: str, options: dict[str, object] | None =
     src = textwrap.dedent(t.function_source)
     eager = f"_redline_eager_{t.name}"
     renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
-    extra = f", options={options!r}" if options else ""
-    return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, mode={mode!r}, dynamic=False{extra})\n"
+    how = f"options={options!r}" if options else f"mode={mode!r}"  # torch.compile takes one or the other
+    return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, {how}, dynamic=False)\n"
 
 
 class TorchCompileProposer(Proposer):
@@ -58,7 +58,8 @@ class TorchCompileProposer(Proposer):
             ("default", None, "torch.compile(default)"),
             ("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)")]
         if ctx.device == "cuda":
-            variants.append(("max-autotune-no-cudagraphs", {"coordinate_descent_tuning": True},
+            variants.append(("max-autotune-no-cudagraphs", {"max_autotune": True, "triton.cudagraphs": False,
+                                                            "coordinate_descent_tuning": True},
                              "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"))
         out = []
         for mode, options, approach in variants:
