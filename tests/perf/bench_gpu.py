@@ -1,6 +1,6 @@
 """Benchmark (device only): eager, torch.compile and redline's built-in winner on the H200.
 
-Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|all] [OUT_DIR]
+Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|all|NAME,NAME...] [OUT_DIR]
 - workload: `gelu_bias`, `rmsnorm`, `softmax_naive` of ../shared/fixtures/gpu/workload, 16384x8192 bf16;
 - kernelbench: three KernelBench-style problems (class Model, get_inputs, get_init_inputs) below.
 For each: the bench times eager and torch.compile(default) itself (CUDA events, L2 flushed before
@@ -191,7 +191,7 @@ def nbytes(values: Any) -> int:
 
 def run_redline(spec: str, work: Path, out: Path, name: str) -> dict[str, Any] | None:
     report = out / f"bench_gpu_{name}.json"
-    cmd = [sys.executable, "-m", "redline.cli", "optimise", spec, "--device", "cuda", "--budget", "4",
+    cmd = [sys.executable, "-m", "redline.cli", "optimise", spec, "--device", "cuda", "--budget", "3",
            "--timeout", "240", "--json", str(report)]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=540)
@@ -229,12 +229,17 @@ def main(which: str, out: Path) -> int:
     print(f"{torch.cuda.get_device_name()}: measured copy bandwidth {bw / 1e12:.2f} TB/s", flush=True)
     rows = []
     cases: list[tuple[str, str, str, bool]] = []  # (name, file, qualname, memory-bound)
-    if which in ("workload", "all"):
+    names = set(which.split(",")) if "," in which or which in {**INPUTS, **KERNELBENCH} else None
+    if which in ("workload", "all") or names:
         for name, inputs in INPUTS.items():
+            if names and name not in names:
+                continue
             (work / f"{name}.py").write_text(WORKLOAD_OPS + "\n\n" + inputs)
             cases.append((name, f"{name}.py", name, True))
-    if which in ("kernelbench", "all"):
+    if which in ("kernelbench", "all") or names:
         for name, (src, memory_bound) in KERNELBENCH.items():
+            if names and name not in names:
+                continue
             (work / f"{name}.py").write_text(textwrap.dedent(src))
             cases.append((name, f"{name}.py", "Model.forward", memory_bound))
     for name, file, qual, memory_bound in cases:
@@ -287,7 +292,7 @@ def main(which: str, out: Path) -> int:
     if ratios:
         print(f"geomean winner / torch.compile: {math.exp(sum(math.log(x) for x in ratios) / len(ratios)):.3f}x "
               f"over {len(ratios)} ops (target >= 1.0)")
-    (out / f"bench_gpu_{which}.json").write_text(json.dumps({"copy_bandwidth_Bps": bw, "rows": rows}, indent=2))
+    (out / f"bench_gpu_{which.replace(',', '+')}.json").write_text(json.dumps({"copy_bandwidth_Bps": bw, "rows": rows}, indent=2))
     return 0
 
 
