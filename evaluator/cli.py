@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from .loop import Budget, optimise
 from .models import EvalSettings, Limits, Report
-from .pool import ClusterError, EvaluationPool
+from .pool import ClusterError
 from .proposers import Proposer
 from .proposers.builtin import builtin_proposers
 from .proposers.files import FilesProposer
@@ -143,10 +143,9 @@ def run_optimise(args: argparse.Namespace) -> int:
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
     make_pool = None
     if args.backend == "ray":
-        from .ray_pool import RayPool
+        from .ray_pool import ray_factory
 
-        def make_pool(t: Target, s: EvalSettings) -> EvaluationPool:
-            return RayPool(t, s, args.ray_address, args.jobs, args.ray_pip)
+        make_pool = ray_factory(args.ray_address, args.jobs, args.ray_pip)
     try:
         settings = EvalSettings(device=args.device, limits=Limits(wall_s=args.timeout))
         report = optimise(target, proposers, settings, budget, progress, cancel, resume=args.resume,

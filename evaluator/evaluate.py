@@ -7,13 +7,13 @@ outputs itself and measures wall and CPU time from outside.
 
 from __future__ import annotations
 
+import functools
 import platform
 import random
 import socket
 import textwrap
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,6 +31,7 @@ HOST = socket.gethostname()
 BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
 
 
+@functools.cache
 def cpu_model() -> str:
     """This host's CPU model (what a CPU timing was measured on)."""
     try:
@@ -56,11 +57,6 @@ class Rejected(Exception):
         self.tail = tail
 
 
-@dataclass
-class BaselineStats:
-    times: list[float] = field(default_factory=list)
-
-
 def _error_line(err: ErrorInfo | None) -> str:
     return f"{err.type}: {err.message}".strip() if err else "unknown error"
 
@@ -82,7 +78,7 @@ class Evaluator:
         self.settings = settings
         self.backend = backend or LocalBackend(settings.isolation)
         self.python = python or default_python()
-        self.baseline = BaselineStats()
+        self.baseline_times: list[float] = []  # every baseline call timed by this evaluator
         self.inputs: list[str] = []
         self.hardware = ""
         self._active: list[Worker] = []
@@ -378,7 +374,7 @@ class Evaluator:
         speedup, ci = speedup_ci(base_rounds, cand_rounds)
         cand_times = [t for r in cand_rounds for t in r]
         base_times = [t for r in base_rounds for t in r]
-        self.baseline.times.extend(base_times)
+        self.baseline_times.extend(base_times)
         fields: dict[str, Any] = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
                                       speedup_ci95=ci, baseline_median_s=median(base_times))
         if gpu_state is not None:

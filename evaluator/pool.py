@@ -92,7 +92,7 @@ class LocalPool(EvaluationPool):
 
     @property
     def baseline_times(self) -> list[float]:  # type: ignore[override]
-        return self.evaluator.baseline.times
+        return self.evaluator.baseline_times
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:

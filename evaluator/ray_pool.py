@@ -24,7 +24,7 @@ from typing import Any
 
 from .evaluate import Evaluator
 from .models import CandidateResult, EvalSettings, Regression
-from .pool import ClusterError, EvaluationPool, Job
+from .pool import ClusterError, EvaluationPool, Job, PoolFactory
 from .regression import run_regression
 from .sandbox import LocalBackend, default_python
 from .target import Target, TargetError
@@ -64,7 +64,7 @@ def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str,
     ev = Evaluator(_on_worker(target), settings, probe=False)
     result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach, job.reference)
     result.host = _where()
-    return {"result": result.model_dump(), "baseline_times": ev.baseline.times}
+    return {"result": result.model_dump(), "baseline_times": ev.baseline_times}
 
 
 def regression_task(target: Target, new_source: str, command: list[str] | None,
@@ -169,13 +169,14 @@ class RayPool(EvaluationPool):
             raise ClusterError(f"the Ray cluster failed: {_last_line(exc)}")
 
     def _pick(self, avoid: str | None = None) -> str:
-        alive = self._slots()
-        for node in alive:
-            self._load.setdefault(node, 0)
-        candidates = [n for n in alive if n != avoid] or list(alive)
+        """The node with the most free slots (not `avoid`, where another will do). The cluster's node
+        list is asked for again only after a loss, not on every submit."""
+        if avoid is not None:
+            self.slots = self._slots()
+        candidates = [n for n in self.slots if n != avoid] or list(self.slots)
         if not candidates:
             raise ClusterError("no node of the Ray cluster is alive")
-        return max(candidates, key=lambda n: alive[n] - self._load.get(n, 0))
+        return max(candidates, key=lambda n: self.slots[n] - self._load.get(n, 0))
 
     def _launch(self, job: Job, attempt: int, avoid: str | None = None) -> None:
         node = self._pick(avoid)
@@ -251,3 +252,12 @@ def _infra(job: Job, reason: str) -> CandidateResult:
 def _last_line(exc: BaseException) -> str:
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
     return lines[-1].strip()[:300] if lines else exc.__class__.__name__
+
+
+def ray_factory(address: str | None = None, jobs: int | None = None, pip: list[str] | None = None) -> PoolFactory:
+    """What `optimise(make_pool=...)` takes to evaluate on the Ray cluster at `address`."""
+
+    def make(target: Target, settings: EvalSettings) -> EvaluationPool:
+        return RayPool(target, settings, address, jobs, pip)
+
+    return make

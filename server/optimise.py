@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.uris import from_fs_path, to_fs_path
 from redline.evaluator.loop import Budget, hotspot_note, optimise
 from redline.evaluator.models import EvalSettings, Limits, Report
-from redline.evaluator.pool import EvaluationPool
 from redline.evaluator.proposers import Proposer
 from redline.evaluator.proposers.builtin import builtin_proposers
 from redline.evaluator.target import Target, TargetError, apply_candidate, load_target
@@ -140,10 +139,9 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     def work() -> Report:
         make_pool = None
         if backend == "ray":
-            from redline.evaluator.ray_pool import RayPool
+            from redline.evaluator.ray_pool import ray_factory
 
-            def make_pool(t: Target, s: EvalSettings) -> EvaluationPool:
-                return RayPool(t, s, address)
+            make_pool = ray_factory(address)
         return optimise(target, proposers, settings, budget, report_progress, cancel, hotspot_note=note,
                         make_pool=make_pool)
 

@@ -107,4 +107,3 @@ async def test_cancel_kills_the_run_and_the_server_answers_on(workspace: Path) -
             while workers() > before:
                 await anyio.sleep(0.1)
         assert (await client.list_tools()).tools
-

@@ -33,7 +33,7 @@ class NumbaProposer(Proposer):
                 for opts in ("", ", fastmath=True")]
 
 
-def torch_compile_code(t: Target, mode: str, options: dict[str, object] | None = None) -> str | None:
+def torch_compile_code(t: Target, mode: str | None = "default", options: dict[str, object] | None = None) -> str | None:
     """The target wrapped in `torch.compile` (None for code that does not use torch). A method
     (`Model.forward`) is compiled as a function of `self`, assigned to the method's name."""
     if "torch" not in t.source or t.qualname.count(".") > 1 or not _available("torch"):
@@ -41,7 +41,7 @@ def torch_compile_code(t: Target, mode: str, options: dict[str, object] | None =
     src = textwrap.dedent(t.function_source)
     eager = f"_redline_eager_{t.name}"
     renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
-    how = f"options={options!r}" if options else f"mode={mode!r}"  # torch.compile takes one or the other
+    how = f"options={options!r}" if options else f"mode={mode!r}"  # torch.compile takes one or the other, not both
     return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, {how}, dynamic=False)\n"
 
 
@@ -54,12 +54,11 @@ class TorchCompileProposer(Proposer):
     def propose(self, ctx: Context) -> list[Proposal]:
         if ctx.round != 1:
             return []
-        variants: list[tuple[str, dict[str, object] | None, str]] = [
+        variants: list[tuple[str | None, dict[str, object] | None, str]] = [
             ("default", None, "torch.compile(default)"),
             ("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)")]
         if ctx.device == "cuda":
-            variants.append(("max-autotune-no-cudagraphs", {"max_autotune": True, "triton.cudagraphs": False,
-                                                            "coordinate_descent_tuning": True},
+            variants.append((None, {"max_autotune": True, "triton.cudagraphs": False, "coordinate_descent_tuning": True},
                              "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"))
         out = []
         for mode, options, approach in variants:

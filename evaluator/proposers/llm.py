@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import platform
 import re
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..evaluate import cpu_model
 from ..kernel_profile import describe as describe_kernels
 from ..models import CandidateResult
 from ..target import extract_code
@@ -35,19 +35,6 @@ class LLMSettings(BaseModel):
     concurrency: int = 2
 
 
-def hardware() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores"
-
-
 def _feedback(history: list[CandidateResult]) -> str:
     if not history:
         return ""
@@ -63,7 +50,7 @@ def _feedback(history: list[CandidateResult]) -> str:
 
 def build_prompt(ctx: Context) -> str:
     t = ctx.target
-    parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {ctx.hardware or hardware()}.",
+    parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {ctx.hardware or f'{cpu_model()}, {os.cpu_count()} cores'}.",
              f"The function (lines {t.fn.line}-{t.fn.end_line}):\n```python\n{t.function_source}```",
              f"The whole module, for context:\n```python\n{t.source[:12000]}```"]
     if ctx.inputs:

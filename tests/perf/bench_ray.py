@@ -25,9 +25,9 @@ sys.path.insert(0, str(HERE.parent))
 from ray_cluster import LocalRayCluster  # noqa: E402
 from redline.evaluator.loop import Budget, optimise  # noqa: E402
 from redline.evaluator.models import EvalSettings  # noqa: E402
-from redline.evaluator.pool import EvaluationPool  # noqa: E402
+from redline.evaluator.pool import PoolFactory  # noqa: E402
 from redline.evaluator.proposers.files import FilesProposer  # noqa: E402
-from redline.evaluator.ray_pool import RayPool  # noqa: E402
+from redline.evaluator.ray_pool import ray_factory  # noqa: E402
 from redline.evaluator.target import Target, load_target  # noqa: E402
 
 N = 12
@@ -46,7 +46,7 @@ def project() -> tuple[Target, Path]:
     return target, cands
 
 
-def run(target: Target, cands: Path, make_pool: object | None) -> tuple[float, float, int]:
+def run(target: Target, cands: Path, make_pool: PoolFactory | None) -> tuple[float, float, int]:
     """(evaluation wall seconds, median seconds per evaluation, candidates); setup (pool start) excluded."""
     marks: list[float] = []
 
@@ -55,16 +55,10 @@ def run(target: Target, cands: Path, make_pool: object | None) -> tuple[float, f
             marks.append(time.perf_counter())
 
     report = optimise(target, [FilesProposer(cands)], SETTINGS, Budget(candidates=N, rounds=1), progress,
-                      runs_dir=cands.parent / "runs", make_pool=make_pool)  # type: ignore[arg-type]
+                      runs_dir=cands.parent / "runs", make_pool=make_pool)
     assert len(report.candidates) == N and all(c.status in ("ok", "not_faster") for c in report.candidates), \
         [(c.status, c.reason) for c in report.candidates]
     return marks[-1] - marks[0], statistics.median(c.eval_s or 0 for c in report.candidates), N
-
-
-def ray_pool(address: str) -> object:
-    def make(t: Target, s: EvalSettings) -> EvaluationPool:
-        return RayPool(t, s, address)
-    return make
 
 
 def cpu_seconds() -> float:
@@ -81,9 +75,9 @@ def main() -> int:
     local_wall, local_eval, n = run(target, cands, None)
     cores_per_eval = (cpu_seconds() - cpu0) / local_wall
     with LocalRayCluster(nodes=1, cpus_per_node=1) as one:
-        one_wall, one_eval, _ = run(target, cands, ray_pool(one.address))
+        one_wall, one_eval, _ = run(target, cands, ray_factory(one.address))
     with LocalRayCluster(nodes=2, cpus_per_node=1) as two:
-        two_wall, two_eval, _ = run(target, cands, ray_pool(two.address))
+        two_wall, two_eval, _ = run(target, cands, ray_factory(two.address))
     per_min = {k: 60 * n / w for k, w in (("local", local_wall), ("ray1", one_wall), ("ray2", two_wall))}
     print(f"{n} candidates, median evaluation {local_eval:.2f} s local, {one_eval:.2f} s on Ray (1 node), "
           f"{two_eval:.2f} s on Ray (2 nodes)")
