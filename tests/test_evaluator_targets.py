@@ -167,7 +167,8 @@ def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_pa
         # One element wrong by a lot: the sample almost surely misses it, the sum does not.
         "one_element.py": "def shift(x):\n    y = x + 1.0\n    y[12345] += 1e4\n    return y\n",
         "one_nan.py": "def shift(x):\n    y = x + 1.0\n    y[777] = float('nan')\n    return y\n",
-        "mutates.py": "def shift(x):\n    x[3_000_000] += 1.0\n    return x + (1.0 - 1.0) + 1.0 - (x * 0) + 0 * x - (x[3_000_000] - x[3_000_000])\n"})
+        # The output is right; one input element is changed after it is computed.
+        "mutates.py": "def shift(x):\n    y = x + 1.0\n    x[3_000_000] += 1.0\n    return y\n"})
     by = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
     assert by["same.py"]["status"] in ("ok", "not_faster"), by["same.py"]["reason"]
     assert by["one_percent.py"]["status"] == "incorrect" and "elements beyond" in by["one_percent.py"]["reason"]
