@@ -6,15 +6,19 @@ winner; `apply_winner` applies one only if the file is unchanged since its run, 
 
 from __future__ import annotations
 
+import queue
+import secrets
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from redline.evaluator.apply import ApplyRefused, run_report
 from redline.evaluator.apply import apply_winner as apply_run_winner
 from redline.evaluator.loop import Budget
@@ -29,34 +33,80 @@ from redline.profilers import ParseError
 from redline.profilers import report as hotspot_report
 from redline.profilers.record import RecordError, record
 
+ANSWER_TIMEOUT_S = 600.0
+"""How long a run waits for the client's model to answer its prompts before it is cancelled."""
+
+
+class _Run:
+    """One `optimise` call's search, on its own thread so that it can outlive one round of the call.
+
+    The search speaks to the tool call through events: ("progress", args), ("ask", prompts) and
+    ("done", report) or ("error", exception). Over a connection with a back-channel (protocol
+    versions before 2026-07-28) the handler answers an ask itself with sampling/createMessage. On
+    2026-07-28, which has no back-channel, it returns the prompts as an InputRequiredResult and the
+    client's retry of the call brings the answers back, with the run's token as its request state.
+    """
+
+    def __init__(self) -> None:
+        self.token = secrets.token_urlsafe(24)
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.answers: queue.Queue[list[str]] = queue.Queue()
+        self.cancel = threading.Event()
+        self.asked: list[str] = []  # the keys of the prompts the client holds
+
+    def start(self, search: Callable[[], Any]) -> None:
+        def main() -> None:
+            try:
+                self.events.put(("done", search()))
+            except BaseException as exc:  # the handler turns it into a tool error
+                self.events.put(("error", exc))
+
+        threading.Thread(target=main, name=f"redline-mcp-{self.token[:6]}", daemon=True).start()
+
+    def ask(self, prompts: list[str]) -> list[str]:
+        """On the search's thread: the client model's replies to PROMPTS, in order."""
+        self.events.put(("ask", prompts))
+        try:
+            return self.answers.get(timeout=ANSWER_TIMEOUT_S)
+        except queue.Empty:
+            self.cancel.set()
+            raise RuntimeError(f"the MCP client did not answer within {ANSWER_TIMEOUT_S:.0f} s; the run was cancelled")
+
 
 class ClientModelProposer(Proposer):
-    """Candidates from the MCP client's own model (sampling), asked from the evaluator's thread."""
+    """Candidates from the MCP client's own model (sampling), asked through the call's `_Run`."""
 
     name = "client-model"
 
-    def __init__(self, ctx: Context, per_round: int = 2) -> None:
-        self.ctx = ctx
+    def __init__(self, run: _Run, per_round: int = 2) -> None:
+        self.run = run
         self.per_round = per_round
 
     def propose(self, ctx: ProposalContext) -> list[Proposal]:
-        from mcp import types
-
         prompt = build_prompt(ctx)
         out = []
-        for _ in range(self.per_round):
-            async def ask() -> Any:
-                return await self.ctx.session.create_message(
-                    [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-                    max_tokens=4096, system_prompt=SYSTEM)
-            result = anyio.from_thread.run(ask)
-            text = getattr(result.content, "text", "") or ""
+        for text in self.run.ask([prompt] * self.per_round):
             code = extract_code(text) or apply_search_replace(ctx.best.code if ctx.best else ctx.target.function_source,
                                                              text)
-            out.append(Proposal(code=code or "# the reply held no ```python block\n",
-                                origin=f"client:{getattr(result, 'model', 'model')}", approach="client rewrite",
-                                prompt=prompt, reply=text))
+            out.append(Proposal(code=code or "# the reply held no ```python block\n", origin="client-model",
+                                approach="client rewrite", prompt=prompt, reply=text))
         return out
+
+
+def _sampling_request(prompt: str) -> types.CreateMessageRequest:
+    return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+        max_tokens=4096, system_prompt=SYSTEM))
+
+
+def _reply_text(result: Any) -> str:
+    """The text of a sampling result (a model, or its JSON as a dict); '' for anything else."""
+    content = result.get("content") if isinstance(result, dict) else getattr(result, "content", None)
+    for part in content if isinstance(content, list) else [content]:
+        text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+        if isinstance(text, str):
+            return text
+    return ""
 
 
 def build(root: Path) -> MCPServer:
@@ -95,48 +145,86 @@ def build(root: Path) -> MCPServer:
             raise ToolError(str(exc))
         return {"trace": str(out), "exit_code": rc, "hotspots": doc.model_dump(mode="json")["hotspots"]}
 
+    runs_in_flight: dict[str, _Run] = {}
+
     @server.tool()
     async def optimise(file: str, function: str, ctx: Context, budget: int = 6, rounds: int = 2,
                        device: Literal["cpu", "cuda"] = "cpu", builtin: bool = True, base_url: str = "",
-                       model: str = "", use_client_model: bool = False, candidate_timeout: float = 60.0) -> dict[str, Any]:
+                       model: str = "", use_client_model: bool = False,
+                       candidate_timeout: float = 60.0) -> dict[str, Any] | types.InputRequiredResult:
         """Search for a verified faster version of FILE's FUNCTION (qualified name). Reports progress;
-        returns the report with the winner's diff. Never applies it: call apply_winner with the run id."""
+        returns the report with the winner's diff. Never applies it: call apply_winner with the run id.
+        With use_client_model, candidates come from your own model through MCP sampling."""
+        if ctx.request_state is not None:  # a later round of the same call, bringing the client's answers
+            run = runs_in_flight.get(ctx.request_state)
+            if run is None:
+                raise ToolError("this optimise run is unknown or over (was the server restarted?); call optimise again")
+            answers = ctx.input_responses or {}
+            run.answers.put([_reply_text(answers.get(key)) for key in run.asked])
+        else:
+            run = _start(file, function, ctx, budget, rounds, device, builtin, base_url, model, use_client_model,
+                         candidate_timeout)
+            runs_in_flight[run.token] = run
+        back_channel = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        try:
+            while True:
+                kind, value = await anyio.to_thread.run_sync(run.events.get, abandon_on_cancel=True)
+                if kind == "progress":
+                    await ctx.report_progress(*value)
+                elif kind == "ask" and back_channel:
+                    replies = [await ctx.session.create_message(r.params.messages, max_tokens=r.params.max_tokens,
+                                                                system_prompt=r.params.system_prompt)
+                               for r in map(_sampling_request, value)]
+                    run.answers.put([_reply_text(r) for r in replies])
+                elif kind == "ask":
+                    run.asked = [f"candidate-{i}" for i in range(len(value))]
+                    return types.InputRequiredResult(
+                        input_requests={key: _sampling_request(prompt) for key, prompt in zip(run.asked, value, strict=True)},
+                        request_state=run.token)
+                else:
+                    runs_in_flight.pop(run.token, None)
+                    if kind == "error":
+                        raise ToolError(str(value)) if isinstance(value, TargetError) else value
+                    return cast(dict[str, Any], value.model_dump(mode="json"))
+        except anyio.get_cancelled_exc_class():
+            run.cancel.set()  # the evaluator kills the running candidate at once
+            runs_in_flight.pop(run.token, None)
+            raise
+
+    def _start(file: str, function: str, ctx: Context, budget: int, rounds: int, device: Literal["cpu", "cuda"],
+               builtin: bool, base_url: str, model: str, use_client_model: bool, candidate_timeout: float) -> _Run:
         try:
             target = load_target(f"{resolve(file)}::{function}")
         except TargetError as exc:
             raise ToolError(str(exc))
+        run = _Run()
         proposers: list[Proposer] = builtin_proposers() if builtin else []
         if base_url:
             from redline.evaluator.proposers.llm import LLMProposer, LLMSettings
 
             proposers.append(LLMProposer(LLMSettings(base_url=base_url, model=model or "gpt-4o-mini")))
         if use_client_model:
-            proposers.append(ClientModelProposer(ctx))
+            caps = ctx.client_capabilities
+            if caps is None or caps.sampling is None:
+                raise ToolError("use_client_model needs a client that offers MCP sampling, and this one does not; "
+                                "use the built-in proposers or base_url instead")
+            proposers.append(ClientModelProposer(run))
         if not proposers:
             raise ToolError("no proposer: set builtin, base_url or use_client_model")
-        cancel = threading.Event()
         total = float(budget)
 
         def progress(event: str, data: dict[str, object]) -> None:
             if event != "candidate_done":
                 return
-            best = data.get("best")
-            msg = (f"round {data['round']} · {data['tried']} tried · {data['id']} {data['status']}: "
+            best, tried = data.get("best"), data["tried"]
+            msg = (f"round {data['round']} · {tried} tried · {data['id']} {data['status']}: "
                    f"{str(data['reason'])[:120]} · best " + (f"{best:.2f}x" if isinstance(best, float) else "none"))
-            tried = data["tried"]
-            anyio.from_thread.run(ctx.report_progress, float(tried) if isinstance(tried, int) else 0.0, total, msg)
+            run.events.put(("progress", (float(tried) if isinstance(tried, int) else 0.0, total, msg)))
 
         settings = EvalSettings(device=device, limits=Limits(wall_s=candidate_timeout))
-        try:
-            report = await anyio.to_thread.run_sync(
-                lambda: run_optimise(target, proposers, settings, Budget(candidates=budget, rounds=rounds), progress, cancel),
-                abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            cancel.set()  # the evaluator kills the running candidate at once
-            raise
-        except TargetError as exc:
-            raise ToolError(str(exc))
-        return report.model_dump(mode="json")
+        run.start(lambda: run_optimise(target, proposers, settings, Budget(candidates=budget, rounds=rounds),
+                                       progress, run.cancel))
+        return run
 
     @server.tool()
     def apply_winner(run_id: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 from helpers import REPO, py_spy_record
 
 mcp = pytest.importorskip("mcp")
-from mcp import Client  # noqa: E402
+from mcp import Client, types  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -107,3 +107,70 @@ async def test_cancel_kills_the_run_and_the_server_answers_on(workspace: Path) -
             while workers() > before:
                 await anyio.sleep(0.1)
         assert (await client.list_tools()).tools
+
+
+VECTORISED = '''Vectorised over sliding windows:
+```python
+def rolling_zscore(xs, window):
+    n = xs.shape[0]
+    out = np.zeros(n)
+    if n <= window:
+        return out
+    w = np.lib.stride_tricks.sliding_window_view(xs[:-1], window)
+    mean = w.sum(axis=1) / window
+    var = (w * w).sum(axis=1) / window - mean * mean
+    safe = np.where(var > 0, var, 1.0)
+    out[window:] = np.where(var > 0, (xs[window:] - mean) / np.sqrt(safe), 0.0)
+    return out
+```
+'''
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_agents_own_model_proposes_through_sampling(workspace: Path, mode: str) -> None:
+    """auto negotiates 2026-07-28 (sampling rides InputRequiredResult rounds); legacy has a back-channel."""
+    prompts: list[str] = []
+
+    async def sample(context: Any, p: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        prompts.append(p.messages[0].content.text)  # type: ignore[union-attr]
+        text = VECTORISED if len(prompts) % 2 else "I would rather not write code today."
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=text),
+                                         model="agent-model")
+
+    progress: list[str | None] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    async with Client(params(workspace), sampling_callback=sample, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool(
+            "optimise", {"file": "app.py", "function": "rolling_zscore", "budget": 3, "rounds": 1, "builtin": False,
+                         "use_client_model": True}, progress_callback=on_progress)
+    assert not result.is_error, result.content
+    report = data(result)
+    assert len(prompts) == 2 and "rolling_zscore" in prompts[0] and "float64" in prompts[0]
+    by_status = sorted(c["status"] for c in report["candidates"])
+    assert by_status == ["build_error", "ok"], by_status  # the reply without code is a failed candidate
+    winner = next(c for c in report["candidates"] if c["id"] == report["winner"]["id"])
+    assert winner["origin"] == "client-model" and report["winner"]["speedup"] > 2
+    assert "sliding_window_view" in report["winner"]["diff"] and progress
+    assert (workspace / "app.py").read_text() == (REPO / "examples" / "demo" / "app.py").read_text()
+
+
+async def test_client_model_without_sampling_is_a_clear_tool_error(workspace: Path) -> None:
+    async with Client(params(workspace)) as client:
+        bad = await client.call_tool("optimise", {"file": "app.py", "function": "rolling_zscore",
+                                                  "use_client_model": True, "builtin": False})
+    assert bad.is_error and "offers MCP sampling" in bad.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_forged_request_state_is_refused_and_the_server_answers_on(workspace: Path) -> None:
+    """The SDK seals the run token it hands out; a round that echoes anything else is an error."""
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(params(workspace)) as client:
+        await client.list_tools()
+        with pytest.raises(MCPError, match="requestState"):
+            await client.session.call_tool("optimise", {"file": "app.py", "function": "rolling_zscore"},
+                                           request_state="forged", allow_input_required=True)
+        assert {t.name for t in (await client.list_tools()).tools} >= {"optimise"}
