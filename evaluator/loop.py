@@ -205,9 +205,18 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     winner, regression = None, None
     try:
         # Cancelled or not, the best verified so far is offered (after the project's tests).
-        winner, regression = _pick_winner(target, archive, pool, config.test_command, notes, say)
+        winner, regression = _pick_winner(target, archive.verified, pool, config.test_command, notes, say)
         if winner is not None and not cancel.is_set():
-            winner = _versus_compile(target, winner, archive, pool, cancel, notes, say)
+            winner, plain_compile = _versus_compile(target, winner, archive, pool, cancel, notes, say,
+                                                    settings.device)
+            if plain_compile is not None:  # torch.compile itself beat the winner head-to-head: offer it
+                # The unchanged project's tests ran already; a candidate's run means they passed.
+                original = regression if regression is None or not regression.candidate else \
+                    Regression(ran=True, passed=True, command=regression.command)
+                fallback, fallback_regression = _pick_winner(target, [plain_compile], pool, config.test_command,
+                                                             notes, say, original)
+                if fallback is not None:
+                    winner, regression = _as_compile(fallback), fallback_regression
     except KeyboardInterrupt:
         cancel.set()
         pool.cancel()
@@ -268,18 +277,20 @@ def _target_key(target: Target) -> str:
     return f"{target.file.relative_to(target.project_root).as_posix()}::{target.qualname}"
 
 
-def _pick_winner(target: Target, archive: Archive, pool: EvaluationPool, command: list[str] | None, notes: list[str],
-                 say: ProgressFn) -> tuple[Winner | None, Regression | None]:
-    """The fastest verified candidate whose change keeps the project's own tests passing.
+def _pick_winner(target: Target, candidates: list[CandidateResult], pool: EvaluationPool, command: list[str] | None,
+                 notes: list[str], say: ProgressFn,
+                 original: Regression | None = None) -> tuple[Winner | None, Regression | None]:
+    """The first of CANDIDATES (fastest first) whose change keeps the project's own tests passing.
 
-    The tests run first on the unchanged project: tests that already fail cannot judge a change,
-    and the report says so.
+    The tests run first on the unchanged project (unless ORIGINAL is that run already): tests that
+    already fail cannot judge a change, and the report says so.
     """
-    verified = [c for c in archive.verified if c.speedup and c.speedup_ci95]
+    verified = [c for c in candidates if c.speedup and c.speedup_ci95]
     if not verified:
         return None, None
-    say("regression", {"id": "the original"})
-    original = pool.regression(target, target.source, command)
+    if original is None:
+        say("regression", {"id": "the original"})
+        original = pool.regression(target, target.source, command)
     for cand in verified:
         assert cand.speedup is not None and cand.speedup_ci95 is not None
         new_source = apply_candidate(target, cand.code)
@@ -302,17 +313,25 @@ def _pick_winner(target: Target, archive: Archive, pool: EvaluationPool, command
     return None, None
 
 
-def _versus_compile(target: Target, winner: Winner, archive: Archive, pool: EvaluationPool,
-                    cancel: threading.Event, notes: list[str], say: ProgressFn) -> Winner:
+def _versus_compile(target: Target, winner: Winner, archive: Archive, pool: EvaluationPool, cancel: threading.Event,
+                    notes: list[str], say: ProgressFn, device: str) -> tuple[Winner, CandidateResult | None]:
     """For torch code, the stronger baseline is whichever of eager and torch.compile is faster: the
-    winner is timed head-to-head against torch.compile of the target (same host, interleaved)."""
+    winner is timed head-to-head against torch.compile of the target (same host, interleaved).
+
+    Where that shows the winner slower than plain torch.compile (the interval's top below 1) and
+    torch.compile(default) was verified in this run, that candidate is returned too, to be offered
+    instead: the speedups against eager come from separate runs, so a variant can lead them by
+    noise and still lose the direct comparison.
+    """
     compile_code = torch_compile_code(target, "default")
     if compile_code is None:
-        return winner
+        return winner, None
+    if device == "cpu" and "triton" in target.source:
+        notes.append("not timed against torch.compile: it cannot trace Triton kernels in Triton's CPU interpreter")
+        return winner, None
     won = next(c for c in archive.results if c.id == winner.id)
     if won.code.strip() == compile_code.strip():  # the winner is torch.compile itself
-        return winner.model_copy(update={"vs_compile_speedup": 1.0, "vs_compile_ci95": (1.0, 1.0),
-                                         "stronger_baseline": "torch.compile", "speedup_vs_stronger": 1.0})
+        return _as_compile(winner), None
     say("versus_compile", {"id": winner.id})
     pool.submit(Job(f"{winner.id}-vs-compile", won.code, won.origin, won.round, won.id,
                     trusted=won.origin.startswith("builtin:"), approach=won.approach, reference=compile_code))
@@ -320,18 +339,40 @@ def _versus_compile(target: Target, winner: Winner, archive: Archive, pool: Eval
     while result is None and not cancel.is_set():
         result = pool.next_done(1.0)
     if result is None:
-        return winner
+        return winner, None
     if result.speedup is None or result.speedup_ci95 is None:
         notes.append(f"{winner.id} could not be timed against torch.compile: {result.reason}")
-        return winner
+        return winner, None
     compile_vs_eager = winner.speedup / result.speedup
     stronger = "torch.compile" if compile_vs_eager > 1 else "eager"
     notes.append(f"{winner.id} against torch.compile of the target: {result.speedup:.2f}x (95% CI "
                  f"{result.speedup_ci95[0]:.2f}-{result.speedup_ci95[1]:.2f}); torch.compile is about "
                  f"{compile_vs_eager:.2f}x eager")
-    return winner.model_copy(update={"vs_compile_speedup": result.speedup, "vs_compile_ci95": result.speedup_ci95,
-                                     "stronger_baseline": stronger,
-                                     "speedup_vs_stronger": min(result.speedup, winner.speedup)})
+    measured = winner.model_copy(update={"vs_compile_speedup": result.speedup, "vs_compile_ci95": result.speedup_ci95,
+                                         "stronger_baseline": stronger,
+                                         "speedup_vs_stronger": min(result.speedup, winner.speedup)})
+    return measured, _plain_compile_instead(winner.id, result.speedup_ci95, archive, compile_code, notes)
+
+
+def _plain_compile_instead(winner_id: str, versus_compile_ci95: tuple[float, float], archive: Archive, compile_code: str,
+                           notes: list[str]) -> CandidateResult | None:
+    """torch.compile(default)'s verified candidate where the winner is surely slower than it."""
+    if versus_compile_ci95[1] >= 1.0:
+        return None
+    plain = next((c for c in archive.verified if c.code.strip() == compile_code.strip()), None)
+    if plain is None:
+        notes.append(f"torch.compile of the target is faster than {winner_id}; it was not verified in this run, "
+                     "so it is not offered in its place")
+    else:
+        notes.append(f"{winner_id} is slower than torch.compile of the target head-to-head, so {plain.id} "
+                     "(torch.compile(default)) is offered instead")
+    return plain
+
+
+def _as_compile(winner: Winner) -> Winner:
+    """A winner that is torch.compile of the target: level with it by construction."""
+    return winner.model_copy(update={"vs_compile_speedup": 1.0, "vs_compile_ci95": (1.0, 1.0),
+                                     "stronger_baseline": "torch.compile", "speedup_vs_stronger": 1.0})
 
 
 def _resumed(run_dir: Path, target: Target) -> list[CandidateResult]:

@@ -31,7 +31,7 @@ _isinstance = isinstance
 _len = len
 _json_dumps = json.dumps
 _b64 = base64.b64encode
-_watched = {("time", "perf_counter"): time.perf_counter, ("time", "perf_counter_ns"): time.perf_counter_ns,
+_watched: dict[tuple[str, str], object] = {("time", "perf_counter"): time.perf_counter, ("time", "perf_counter_ns"): time.perf_counter_ns,
             ("time", "monotonic"): time.monotonic, ("time", "monotonic_ns"): time.monotonic_ns,
             ("time", "process_time"): time.process_time, ("time", "time"): time.time,
             ("gc", "collect"): gc.collect, ("json", "dumps"): json.dumps}

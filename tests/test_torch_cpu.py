@@ -1,0 +1,104 @@
+"""The GPU paths' CPU twins: torch and Triton targets and candidates on CPU tensors, through the CLI.
+
+The same evaluator code as on CUDA (tests/test_gpu.py on the device): Triton runs in its CPU
+interpreter (TRITON_INTERPRET=1 set by the evaluator before triton is imported), torch.compile
+uses Inductor's C++ backend, and the GPU test candidates that do not need streams keep their
+statuses and reasons. CI installs the CPU build of torch and Triton (the `dev` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, WORKLOAD, redline
+from redline.evaluator.loop import Archive, _plain_compile_instead
+from redline.evaluator.models import CandidateResult
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+# The CUDA candidates that mean the same on the CPU (the others are about streams and CUDA graphs).
+EXPECT = {
+    "triton_fused.py": ("not_faster", "does not clear"),  # correct; the interpreter is slow
+    "exact_copy.py": ("not_faster", "does not clear"),
+    "cached_output.py": ("rejected_exploit", "same buffer"),
+    "low_precision.py": ("incorrect", "bfloat16 tolerance"),
+}
+
+
+def cpu_copy(src: Path, dst: Path) -> Path:
+    """A device test's module on CPU tensors, at a shape that is not a multiple of the block."""
+    text = src.read_text().replace('device="cuda"', 'device="cpu"').replace("2048, 4096", "96, 1000")
+    dst.write_text(text.replace("(4096,", "(1000,"))
+    return dst
+
+
+def run(tmp_path: Path, spec: str, *args: str) -> dict:
+    out = tmp_path / "report.json"
+    res = redline("optimise", spec, "--device", "cpu", "--json", str(out), *args, cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_gpu_candidates_keep_their_verdicts_on_cpu_tensors(tmp_path: Path) -> None:
+    ops = cpu_copy(TESTS / "gpu" / "ops.py", tmp_path / "ops.py")
+    cands = tmp_path / "candidates"
+    cands.mkdir()
+    for name in EXPECT:
+        shutil.copy(TESTS / "gpu" / "candidates" / name, cands / name)
+    doc = run(tmp_path, f"{ops}::gelu_bias", "--candidates", str(cands), "--no-builtin", "--budget", "8")
+    got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    for name, (status, words) in EXPECT.items():
+        assert got[name]["status"] == status and words in got[name]["reason"], (name, got[name]["reason"])
+    # The Triton kernel ran (in the interpreter) and matched the reference on fresh inputs.
+    assert got["triton_fused.py"]["speedup"] is not None
+    assert doc["winner"] is None and "cuda" not in json.dumps(doc["hardware"]).lower()
+
+
+def test_torch_compile_winner_is_timed_head_to_head_on_cpu(tmp_path: Path) -> None:
+    ops = cpu_copy(TESTS / "gpu" / "ops.py", tmp_path / "ops.py")
+    doc = run(tmp_path, f"{ops}::gelu_bias", "--budget", "2")
+    approaches = {c["approach"] for c in doc["candidates"]}
+    assert approaches == {"torch.compile(default)", "torch.compile(max-autotune-no-cudagraphs)"}
+    winner = doc["winner"]
+    assert winner is not None and winner["speedup"] > 1.1 and "torch.compile(" in winner["diff"]
+    assert winner["vs_compile_speedup"] is not None and winner["stronger_baseline"] in ("torch.compile", "eager")
+    lo, hi = winner["vs_compile_ci95"]
+    assert lo <= winner["vs_compile_speedup"] <= hi
+    # Offered only if it is not surely slower than plain torch.compile (else that is offered).
+    assert hi >= 1.0 or winner["vs_compile_speedup"] == 1.0
+    assert winner["speedup_vs_stronger"] == min(winner["speedup"], winner["vs_compile_speedup"])
+
+
+@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
+def test_triton_configuration_search_in_the_interpreter(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels.py"
+    shutil.copy(WORKLOAD / "model" / "kernels.py", kernels)
+    inputs = cpu_copy(TESTS / "gpu" / "triton_inputs.py", tmp_path / "inputs.py")
+    doc = run(tmp_path, f"{kernels}::gelu_bias_triton", "--inputs", f"{inputs}::make_inputs", "--budget", "6")
+    configs = [c for c in doc["candidates"] if c["origin"] == "builtin:triton-config"]
+    assert len(configs) == 6
+    # Every launch configuration computes the same result: none is incorrect or fails to run.
+    assert {c["status"] for c in configs} <= {"ok", "not_faster"}, [(c["approach"], c["reason"]) for c in configs]
+    assert any("torch.compile: it cannot trace Triton kernels" in n for n in doc["notes"])
+
+
+def result(cid: str, code: str, speedup: float) -> CandidateResult:
+    return CandidateResult(id=cid, origin="builtin:torch.compile", status="ok", code=code, speedup=speedup,
+                           speedup_ci95=(speedup * 0.97, speedup * 1.03))
+
+
+def test_plain_torch_compile_is_offered_when_it_beats_the_winner_head_to_head() -> None:
+    """The decision after the head-to-head run (its timing is what the tests above measure)."""
+    archive = Archive()
+    archive.add(result("c1", "PLAIN", 1.6))
+    archive.add(result("c2", "VARIANT", 1.7))
+    notes: list[str] = []
+    assert _plain_compile_instead("c2", (0.9, 0.98), archive, "PLAIN", notes).id == "c1"  # type: ignore[union-attr]
+    assert "offered instead" in notes[-1]
+    assert _plain_compile_instead("c2", (0.95, 1.02), archive, "PLAIN", notes) is None  # not surely slower
+    assert _plain_compile_instead("c2", (0.9, 0.98), Archive(), "PLAIN", notes) is None
+    assert "not verified in this run" in notes[-1]
