@@ -244,7 +244,8 @@ class Evaluator:
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
         got = self._ask(worker, {"op": "check", "seeds": seeds, "repeat": 2, "sample_seed": sample}, "the candidate")
-        ref = self._ask(reference, {"op": "check", "seeds": seeds, "repeat": 1, "sample_seed": sample}, "the reference")
+        ref = self._ask(reference, {"op": "check", "seeds": seeds, "repeat": 1, "sample_seed": sample,
+                                       "oracle": True}, "the reference")
         if len(ref.results) != len(seeds) or len(got.results) != len(seeds) or \
                 any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
             raise Rejected("crashed", "the candidate's check reply does not match the request")
@@ -261,7 +262,7 @@ class Evaluator:
                 continue
             if g1.error is not None:
                 raise Rejected("crashed", f"raised {_error_line(g1.error)}", g1.error.tb)
-            self._same(rr.output, g1.output, "output", "wrong result for a fresh input: ")
+            self._same(rr.output, g1.output, "output", "wrong result for a fresh input: ", oracle=r.oracle)
             if g2.error is not None:
                 raise Rejected("incorrect", f"nondeterministic: a second call on the same input raised "
                                f"{_error_line(g2.error)}")
@@ -270,13 +271,15 @@ class Evaluator:
                 raise Rejected("incorrect", "the output aliases an input (the reference returns new memory)")
             self._same(rr.inputs_after, g1.inputs_after, "input", "mutates its inputs unlike the reference: ", exact=True)
 
-    def _same(self, ref: Encoded | None, got: Encoded | None, where: str, prefix: str, exact: bool = False) -> None:
-        """Raise `incorrect` with `prefix` and the mismatch unless `got` matches `ref`."""
+    def _same(self, ref: Encoded | None, got: Encoded | None, where: str, prefix: str, exact: bool = False,
+              oracle: Encoded | None = None) -> None:
+        """Raise `incorrect` with `prefix` and the mismatch unless `got` matches `ref` (or, for a
+        half-precision output, the float32 `oracle` at least as closely as `ref` does)."""
         s = self.settings
         try:
             if ref is None or got is None:
                 raise Mismatch(f"{where} is missing")
-            compare(ref, got, where, 0.0 if exact else s.rtol, 0.0 if exact else s.atol)
+            compare(ref, got, where, 0.0 if exact else s.rtol, 0.0 if exact else s.atol, oracle=oracle)
         except Mismatch as exc:
             raise Rejected("incorrect", f"{prefix}{exc}")
         except (KeyError, TypeError, ValueError) as exc:
@@ -284,10 +287,11 @@ class Evaluator:
 
     # ---------------------------------------------------------------- timing
     def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str,
-               sample: int = 0) -> tuple[Reply, float, float]:
+               sample: int = 0, oracle: bool = False) -> tuple[Reply, float, float]:
         cpu_before = worker.cpu_seconds()
         t0 = time.perf_counter()
-        reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}, who)
+        reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample,
+                                   "oracle": oracle}, who)
         wall = time.perf_counter() - t0
         if reply.batch_error:
             raise Rejected("crashed", f"{who} raised during timed calls", reply.batch_error)
@@ -334,7 +338,8 @@ class Evaluator:
                 order.reverse()
             replies: dict[str, Reply] = {}
             for who, worker in order:
-                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}", sample)
+                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}", sample,
+                                                      oracle=who == "reference")
                 if who == "candidate":
                     # Built-ins are trusted to compile in the background (torch.compile's workers).
                     if last_cand_cpu_end is not None and not self._trusted:
@@ -360,7 +365,7 @@ class Evaluator:
             for k, ref_out in replies["reference"].outputs.items():
                 self._same(ref_out, replies["candidate"].outputs.get(k), f"output of timed call {k}",
                            "wrong result on a timed call after passing the first checks (correct only on some "
-                           "calls, or work skipped): ")
+                           "calls, or work skipped): ", oracle=replies["reference"].oracles.get(k))
             base_rounds.append(replies["reference"].times)
             cand_rounds.append(replies["candidate"].times)
             elapsed = time.perf_counter() - start

@@ -33,6 +33,7 @@ class Run(_Msg):
 class SeedResult(_Msg):
     seed: int
     runs: list[Run] = Field(min_length=1)
+    oracle: Encoded | None = None  # the reference computed in float32 (half-precision outputs only)
 
 
 class Reply(_Msg):
@@ -53,6 +54,7 @@ class Reply(_Msg):
     times: list[float] = []
     batch_s: float = 0.0
     outputs: dict[str, Encoded] = {}
+    oracles: dict[str, Encoded | None] = {}  # the kept outputs in float32 (half-precision references)
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0

@@ -102,3 +102,70 @@ def test_plain_torch_compile_is_offered_when_it_beats_the_winner_head_to_head() 
     assert _plain_compile_instead("c2", (0.95, 1.02), archive, "PLAIN", notes) is None  # not surely slower
     assert _plain_compile_instead("c2", (0.9, 0.98), Archive(), "PLAIN", notes) is None
     assert "not verified in this run" in notes[-1]
+
+
+SWISH = '''
+import torch
+
+
+def swish_residual(x, r):
+    return x * torch.sigmoid(x) * 1.5 + r
+
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(1000, 999, dtype=torch.bfloat16, generator=g),
+            torch.randn(1000, 999, dtype=torch.bfloat16, generator=g))
+'''
+
+SWISH_CANDIDATES = {
+    # One rounding at the end instead of one per eager kernel: off eager by eager's own rounding.
+    "fused.py": "xf = x.float()\n    return (xf * torch.sigmoid(xf) * 1.5 + r.float()).to(torch.bfloat16)",
+    "reordered.py": "return (x * 1.5) * torch.sigmoid(x) + r",  # bf16 too, rounded in another order
+    "fp8.py": "y = (x * torch.sigmoid(x)).to(torch.float8_e4m3fn).to(torch.bfloat16)\n    return y * 1.5 + r",
+    "wrong_scale.py": "return x * torch.sigmoid(x) * 1.56 + r",
+}
+
+
+def test_half_precision_chains_are_judged_against_a_float32_oracle(tmp_path: Path) -> None:
+    """Eager bf16 rounds each intermediate, so a fused rewrite misses it by up to eager's own error
+    near zero (the kb_swish_residual failure on the H200); the harness accepts a candidate as close
+    to the float32 result as eager is, and still rejects one that loses precision or is wrong."""
+    (tmp_path / "ops.py").write_text(SWISH)
+    cands = tmp_path / "candidates"
+    cands.mkdir()
+    for name, body in SWISH_CANDIDATES.items():
+        (cands / name).write_text(f"def swish_residual(x, r):\n    {body}\n")
+    doc = run(tmp_path, "ops.py::swish_residual", "--candidates", str(cands), "--no-builtin", "--budget", "4")
+    got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    for name in ("fused.py", "reordered.py"):
+        assert got[name]["status"] in ("ok", "not_faster"), got[name]["reason"]
+    for name in ("fp8.py", "wrong_scale.py"):
+        assert got[name]["status"] == "incorrect", got[name]["reason"]
+        assert "further off than eager bfloat16 itself" in got[name]["reason"]
+
+
+def test_an_oracle_that_is_not_the_same_computation_is_ignored() -> None:
+    from redline.evaluator.compare import Mismatch, compare
+    from redline.evaluator.worker import encode
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4000, generator=g)
+    xb = x.bfloat16()
+    eager = xb * 9 - xb * 8  # each product rounded to bf16: cancellation leaves ~3% errors
+    exact = x * 9 - x * 8
+    fused = exact.bfloat16()
+    with pytest.raises(Mismatch, match="beyond bfloat16 tolerance"):
+        compare(encode(eager), encode(fused))
+    # A float32 result of the same computation accepts the once-rounded output ...
+    compare(encode(eager), encode(fused), oracle=encode(exact))
+    # ... but not one that is 0.3 off in every seventh element.
+    off = fused.clone()
+    off[::7] += 0.3
+    with pytest.raises(Mismatch, match="further off than eager"):
+        compare(encode(eager), encode(off), oracle=encode(exact))
+    # A float32 run that computes something else (the function branches on dtype) is no oracle:
+    # the plain comparison's verdict stands.
+    with pytest.raises(Mismatch) as exc:
+        compare(encode(eager), encode(fused), oracle=encode(exact + 1))
+    assert "float32 result" not in str(exc.value)

@@ -9,8 +9,7 @@ def _gelu_bias_kernel(x_ptr, b_ptr, out_ptr, n_cols, n, BLOCK: tl.constexpr):
     m = offs < n
     x = tl.load(x_ptr + offs, mask=m).to(tl.float32)
     b = tl.load(b_ptr + offs % n_cols, mask=m).to(tl.float32)
-    # round y to bf16 like the eager reference does between its kernels
-    y = (x + b).to(tl.bfloat16).to(tl.float32)
+    y = x + b  # float32 throughout: the harness judges it against the float32 result, not eager's roundings
     inner = 0.7978845608 * (y + 0.044715 * y * y * y)
     t = 2.0 * tl.sigmoid(2.0 * inner) - 1.0
     tl.store(out_ptr + offs, (0.5 * y * (1.0 + t)).to(out_ptr.dtype.element_ty), mask=m)
