@@ -275,6 +275,8 @@ def main(which: str, out: Path) -> int:
                        gpu=cand.get("gpu"), kernel_profile=cand.get("kernel_profile"))
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "kernel_profile"}), flush=True)
+        (out / f"bench_gpu_{which.replace(',', '+')}.json").write_text(  # kept if a later op runs out of time
+            json.dumps({"copy_bandwidth_Bps": bw, "rows": rows}, indent=2))
     print(f"\n{'op':20} {'eager us':>9} {'compile':>9} {'winner':>9} {'win/comp':>8} {'bw share':>8} {'spread':>7}  "
           "redline speedup (95% CI), vs compile, J/call winner/eager")
     ratios = []
@@ -292,7 +294,6 @@ def main(which: str, out: Path) -> int:
     if ratios:
         print(f"geomean winner / torch.compile: {math.exp(sum(math.log(x) for x in ratios) / len(ratios)):.3f}x "
               f"over {len(ratios)} ops (target >= 1.0)")
-    (out / f"bench_gpu_{which.replace(',', '+')}.json").write_text(json.dumps({"copy_bandwidth_Bps": bw, "rows": rows}, indent=2))
     return 0
 
 
