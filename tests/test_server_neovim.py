@@ -31,4 +31,6 @@ def test_neovim_sees_diagnostics_hover_and_lenses(tmp_path: Path) -> None:
     hot = [d for d in result["diagnostics"] if d["source"] == "redline"]
     assert hot and hot[0]["line"] == line and "rolling_zscore" in hot[0]["message"]
     assert "rolling_zscore" in result["hover"] and "Hottest lines" in result["hover"]
-    assert result["lenses"] == 2
+    # Two lenses (share, "Optimise hotspot") per hot function: rolling_zscore at least; under load
+    # py-spy's samples can put a second function of the demo over the threshold (seen in CI).
+    assert result["lenses"] >= 2 and result["lenses"] % 2 == 0
