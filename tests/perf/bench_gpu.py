@@ -4,7 +4,7 @@ Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|al
 - workload: `gelu_bias`, `rmsnorm`, `softmax_naive` of ../shared/fixtures/gpu/workload, 16384x8192 bf16;
 - kernelbench: three KernelBench-style problems (class Model, get_inputs, get_init_inputs) below.
 For each: the bench times eager and torch.compile(default) itself (CUDA events, L2 flushed before
-every call, median of 5 repeats of 50 calls), runs `redline optimise --device cuda` with the
+every call, median of 5 repeats of 200 calls), runs `redline optimise --device cuda` with the
 built-in proposers through the real CLI, loads the winner's code and times it the same way.
 Printed side by side: times, winner / torch.compile, share of the measured copy bandwidth
 (bytes of inputs and output per call / time), repeat-to-repeat spread, and redline's own reported
@@ -148,7 +148,7 @@ class Timer:
         self.flush = torch.empty(2 * int(getattr(props, "L2_cache_size", 64 << 20)) // 4, dtype=torch.float32,
                                  device="cuda")
 
-    def once(self, fn: Any, args: tuple[Any, ...], calls: int = 50) -> float:
+    def once(self, fn: Any, args: tuple[Any, ...], calls: int = 200) -> float:
         times = []
         for _ in range(calls):
             self.flush.zero_()

@@ -19,8 +19,8 @@ def checksum(n: int) -> int:
 def main() -> None:
     grid = Grid()
     for _ in range(30):
-        grid.relax(200_000)
-        checksum(100_000)
+        grid.relax(300_000)
+        checksum(80_000)
 
 
 if __name__ == "__main__":
