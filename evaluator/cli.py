@@ -32,9 +32,9 @@ class Progress:
     def __call__(self, event: str, data: dict[str, object]) -> None:
         out = self.stream
         if event == "candidate_start":
-            if self.tty:
-                print(f"\r\x1b[2K  round {data['round']}: evaluating {data['id']} ({data['origin']})...", end="",
-                      file=out, flush=True)
+            line = f"  round {data['round']}: evaluating {data['id']} ({data['origin']})..."
+            # On a terminal the line is replaced by the result; in a log it shows when each one began.
+            print("\r\x1b[2K" + line if self.tty else line, end="" if self.tty else "\n", file=out, flush=True)
             return
         if event == "candidate_done":
             best = data.get("best")

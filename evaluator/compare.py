@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -77,9 +78,11 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
     if t == "builtins.dict":
         if len(ref["v"]) != len(got["v"]):
             raise Mismatch(f"{where} has {len(got['v'])} keys, the reference {len(ref['v'])}")
+        oracles = {json.dumps(k, sort_keys=True): v for k, v in oracle["v"]} \
+            if oracle is not None and isinstance(oracle.get("v"), list) else {}
         for (ka, va), (kb, vb) in zip(ref["v"], got["v"], strict=True):
             compare(ka, kb, f"{where} key", 0.0, 0.0)
-            compare(va, vb, f"{where}[{ka.get('v')!r}]", rtol, atol)
+            compare(va, vb, f"{where}[{ka.get('v')!r}]", rtol, atol, oracles.get(json.dumps(ka, sort_keys=True)))
         return
     if t == "builtins.float":
         _floats(float(ref["v"]), float(got["v"]), where, *tolerance("float64", rtol, atol))
@@ -115,7 +118,7 @@ def _floats(a: float, b: float, where: str, rtol: float, atol: float) -> None:
         if a != b:
             raise Mismatch(f"{where} is {b}, the reference {a} (infinities differ)")
         return
-    atol = min(atol, abs(a) * rtol) if a != 0 else atol  # a tiny reference must not pass on atol alone
+    atol = _atol(atol, rtol, abs(a))
     if abs(a - b) > atol + rtol * abs(a):
         raise Mismatch(f"{where} is {b!r}, the reference {a!r} (beyond rtol={rtol:g}, atol={atol:g})")
 
@@ -194,7 +197,7 @@ def _against_oracle(a: Any, b: Any, o: Any, dtype: str, first: Mismatch, rtol: f
     if af.size == 0:
         raise first
     scale = float(np.max(np.abs(of)))
-    bound = (min(t, scale * r) if scale > 0 else t) + r * np.abs(of)
+    bound = _atol(t, r, scale) + r * np.abs(of)
     eager_err = np.abs(af - of)
     if float(np.mean(eager_err <= _ORACLE_WITHIN * bound)) < _ORACLE_AGREES:
         raise first  # the float32 run is not the same computation (the function depends on its dtype)
@@ -207,6 +210,12 @@ def _against_oracle(a: Any, b: Any, o: Any, dtype: str, first: Mismatch, rtol: f
                        f"eager {dtype} itself (worst {float(bf[i])!r} vs {float(of[i])!r}, eager within "
                        f"{slack / 2:.3g})") from None
     return slack
+
+
+def _atol(atol: float, rtol: float, scale: float) -> float:
+    """The absolute tolerance for an array whose largest magnitude is `scale`: never more than rtol of
+    that magnitude, so a reference of tiny values cannot pass on atol alone (an all-zero output)."""
+    return min(atol, scale * rtol) if scale > 0 else atol
 
 
 def _elements(a: Any, b: Any, ref: dict[str, Any], where: str, rtol: float | None, atol: float | None) -> None:
@@ -231,7 +240,7 @@ def _elements(a: Any, b: Any, ref: dict[str, Any], where: str, rtol: float | Non
     if af.size == 0:
         return
     scale = float(np.max(np.abs(af)))
-    t_eff = min(t, scale * r) if scale > 0 else t  # a tiny reference must not pass on atol alone
+    t_eff = _atol(t, r, scale)
     err = np.abs(af - bf)
     bad = err > t_eff + r * np.abs(af)
     if bad.any():
@@ -251,7 +260,7 @@ def _sampled(rs: dict[str, Any], gs: dict[str, Any], where: str, dtype: str, rto
     if rs["inf"] != gs["inf"]:
         raise Mismatch(f"{where}: {gs['inf']} infinities, the reference {rs['inf']}")
     r, t = tolerance(dtype, rtol, atol)
-    t_eff = min(t, scale * r) if scale > 0 else t
+    t_eff = _atol(t, r, scale)
     allowed = r * rs["abs_sum"] + (t_eff + slack) * rs["n"]
     if abs(rs["sum"] - gs["sum"]) > allowed or abs(rs["abs_sum"] - gs["abs_sum"]) > allowed:
         raise Mismatch(f"{where}: the sum over all {rs['n']} elements is {gs['sum']:.6g}, the reference "

@@ -54,7 +54,6 @@ class Reply(_Msg):
     times: list[float] = []
     batch_s: float = 0.0
     outputs: dict[str, Encoded] = {}
-    oracles: dict[str, Encoded | None] = {}  # the kept outputs in float32 (half-precision references)
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0

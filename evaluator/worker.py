@@ -678,8 +678,6 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         energy1 = cuda.energy_j()
         extra.update(gpu=cuda.state(),
                      energy_j=(energy1 - energy0) if energy0 is not None and energy1 is not None else None)
-    if req.get("oracle") and errors is None and prev_out is not None and _has_half(prev_out):
-        extra["oracles"] = {k: _oracle(subject, seeds[int(k)]) for k in kept}  # after the timed region
     return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
             "threads_left": threads_left, "tamper": _tamper(), **extra}
 

@@ -169,3 +169,7 @@ def test_an_oracle_that_is_not_the_same_computation_is_ignored() -> None:
     with pytest.raises(Mismatch) as exc:
         compare(encode(eager), encode(fused), oracle=encode(exact + 1))
     assert "float32 result" not in str(exc.value)
+    # Outputs nested in a tuple or a dict are each judged against their own float32 result.
+    compare(encode((1, {"y": eager})), encode((1, {"y": fused})), oracle=encode((1, {"y": exact})))
+    with pytest.raises(Mismatch, match=r"output\[1\]\['y'\].*further off than eager"):
+        compare(encode((1, {"y": eager})), encode((1, {"y": off})), oracle=encode((1, {"y": exact})))

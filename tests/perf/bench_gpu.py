@@ -1,6 +1,6 @@
 """Benchmark (device only): eager, torch.compile and redline's built-in winner on the H200.
 
-Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|all|NAME,NAME...] [OUT_DIR]
+Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|all|NAME,NAME...] [OUT_DIR] [SEARCH_S]
 - workload: `gelu_bias`, `rmsnorm`, `softmax_naive` of ../shared/fixtures/gpu/workload, 16384x8192 bf16;
 - kernelbench: three KernelBench-style problems (class Model, get_inputs, get_init_inputs) below.
 For each: the bench times eager and torch.compile(default) itself (CUDA events, L2 flushed before
@@ -189,14 +189,23 @@ def nbytes(values: Any) -> int:
     return 0
 
 
-def run_redline(spec: str, work: Path, out: Path, name: str) -> dict[str, Any] | None:
+def run_redline(spec: str, work: Path, out: Path, name: str, time_limit: int) -> dict[str, Any] | None:
+    """`redline optimise` through the real CLI; its output goes line by line, timestamped, to
+    bench_gpu_NAME.log under `out` (kept when the run is cut short), with the run's candidate log."""
     report = out / f"bench_gpu_{name}.json"
     cmd = [sys.executable, "-m", "redline.cli", "optimise", spec, "--device", "cuda", "--budget", "3",
-           "--timeout", "240", "--json", str(report)]
+           "--time-limit", str(time_limit), "--timeout", "240", "--json", str(report)]
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=540)
-    (out / f"bench_gpu_{name}.log").write_text(res.stdout + "\n" + res.stderr)
-    print(f"  redline optimise {name}: exit {res.returncode} in {time.perf_counter() - t0:.0f} s", flush=True)
+    with open(out / f"bench_gpu_{name}.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(f"[{time.perf_counter() - t0:7.1f}s] {line}")
+            log.flush()
+        rc = proc.wait()
+    for runs in (work / ".redline" / "runs").glob("*/results.jsonl"):
+        (out / f"bench_gpu_{name}_results.jsonl").write_text(runs.read_text())
+    print(f"  redline optimise {name}: exit {rc} in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads(report.read_text()) if report.exists() else None
 
 
@@ -220,7 +229,7 @@ def load(path: Path, name: str) -> types.ModuleType:
     return mod
 
 
-def main(which: str, out: Path) -> int:
+def main(which: str, out: Path, time_limit: int) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-gpu-"))
     (work / "pyproject.toml").write_text("[project]\nname = 'bench'\nversion = '0'\n")
@@ -257,7 +266,7 @@ def main(which: str, out: Path) -> int:
         t_eager, s_eager = timer.repeats(eager, args)
         compiled = torch.compile(eager)
         t_compile, s_compile = timer.repeats(compiled, args)
-        doc = run_redline(f"{work / file}::{qual}", work, out, name)
+        doc = run_redline(f"{work / file}::{qual}", work, out, name, time_limit)
         fn = winner_fn(doc, mod, qual) if doc else None
         row: dict[str, Any] = {"op": name, "eager_us": t_eager * 1e6, "compile_us": t_compile * 1e6,
                                "spread_eager": s_eager, "spread_compile": s_compile, "memory_bound": memory_bound,
@@ -300,4 +309,5 @@ def main(which: str, out: Path) -> int:
 if __name__ == "__main__":
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "all",
-                  Path(sys.argv[2] if len(sys.argv) > 2 else os.environ.get("OUT", "/tmp/bench_gpu"))))
+                  Path(sys.argv[2] if len(sys.argv) > 2 else os.environ.get("OUT", "/tmp/bench_gpu")),
+                  int(sys.argv[3]) if len(sys.argv) > 3 else 300))
