@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import platform
 import random
+import shutil
 import socket
+import tempfile
 import textwrap
 import threading
 import time
@@ -18,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .compare import Mismatch, compare
+from .compare import Mismatch, compare, has_half
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile, Status
 from .protocol import Encoded, ErrorInfo, Reply
@@ -84,6 +86,7 @@ class Evaluator:
         self._active: list[Worker] = []
         self._trusted = False
         self._cancelled = threading.Event()
+        self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -116,7 +119,13 @@ class Evaluator:
                 "sys_path": [str(t.project_root), str(t.file.parent)], "inputs_file": str(t.inputs_file),
                 "inputs_func": t.inputs_func, "kernelbench": t.kernelbench, "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
-                "preimport": imports_of(candidate) if candidate else []}
+                "preimport": imports_of(candidate) if candidate else [],
+                **({"compile_cache": self._compile_cache()} if trusted else {})}
+
+    def _compile_cache(self) -> str:
+        if self._cache is None:
+            self._cache = tempfile.mkdtemp(prefix="redline-compile-")
+        return self._cache
 
     def _env(self, candidate: str | None) -> dict[str, str]:
         """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported)."""
@@ -128,7 +137,10 @@ class Evaluator:
         return self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits)
 
     def close(self) -> None:
-        """Nothing outlives a call to evaluate(); kept so callers can treat the evaluator as a resource."""
+        """Remove the trusted workers' compiler cache; no worker outlives a call to evaluate()."""
+        if self._cache is not None:
+            shutil.rmtree(self._cache, ignore_errors=True)
+            self._cache = None
 
     def _ask(self, worker: Worker, req: dict[str, Any], who: str) -> Reply:
         try:
@@ -285,12 +297,11 @@ class Evaluator:
         except (KeyError, TypeError, ValueError) as exc:
             raise Rejected("incorrect", f"{prefix}{where} is not a well-formed value ({exc.__class__.__name__})")
 
-    def _oracle(self, reference: Worker, seed: int, sample: int) -> Encoded | None:
-        """The reference's output for `seed` computed in float32 (None if it has no half-precision output
-        or does not run in float32), sampled like the timed outputs."""
-        reply = self._ask(reference, {"op": "check", "seeds": [seed], "repeat": 1, "sample_seed": sample,
-                                      "oracle": True}, "the reference")
-        return reply.results[0].oracle if len(reply.results) == 1 else None
+    def _oracles(self, reference: Worker, seeds: list[int], sample: int) -> list[Encoded | None]:
+        """The reference's outputs for `seeds` computed in float32 (None for one without half-precision
+        output or that does not run in float32), sampled like the timed outputs."""
+        reply = self._ask(reference, {"op": "oracle", "seeds": seeds, "sample_seed": sample}, "the reference")
+        return reply.oracles if len(reply.oracles) == len(seeds) else [None] * len(seeds)
 
     # ---------------------------------------------------------------- timing
     def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str,
@@ -367,18 +378,22 @@ class Evaluator:
             gpu_state = cr.gpu or gpu_state
             if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
                 raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
+            why = "wrong result on a timed call after passing the first checks (correct only on some calls, or " \
+                "work skipped): "
+            missed = []
             for k, ref_out in rr.outputs.items():
-                where, why = f"output of timed call {k}", ("wrong result on a timed call after passing the first "
-                                                           "checks (correct only on some calls, or work skipped): ")
                 try:
-                    self._same(ref_out, cr.outputs.get(k), where, why)
+                    self._same(ref_out, cr.outputs.get(k), f"output of timed call {k}", why)
                 except Rejected:
-                    # A half-precision miss may be eager's own rounding: ask the reference for the float32
-                    # result of that call only now, outside the timed rounds, and judge against it.
-                    oracle = self._oracle(reference, seeds[int(k)], sample)
-                    if oracle is None:
+                    if not has_half(ref_out):
                         raise
-                    self._same(ref_out, cr.outputs.get(k), where, why, oracle=oracle)
+                    missed.append(k)
+            if missed:
+                # A half-precision miss may be eager's own rounding: ask the reference for the float32
+                # results of those calls only now, outside the timed rounds, and judge against them.
+                oracles = self._oracles(reference, [seeds[int(k)] for k in missed], sample)
+                for k, oracle in zip(missed, oracles, strict=True):
+                    self._same(rr.outputs[k], cr.outputs.get(k), f"output of timed call {k}", why, oracle=oracle)
             base_rounds.append(replies["reference"].times)
             cand_rounds.append(replies["candidate"].times)
             elapsed = time.perf_counter() - start

@@ -124,3 +124,4 @@ class LocalPool(EvaluationPool):
     def close(self) -> None:
         self._jobs.put(None)
         self._thread.join(timeout=5)
+        self.evaluator.close()

@@ -57,6 +57,8 @@ class Reply(_Msg):
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0
+    # oracle
+    oracles: list[Encoded | None] = []
     # CUDA only
     gpu: dict[str, Any] | None = None
     energy_j: float | None = None

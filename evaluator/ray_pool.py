@@ -57,12 +57,17 @@ def _where() -> str:
 
 def probe_task(target: Target, settings: EvalSettings) -> dict[str, Any]:
     ev = Evaluator(_on_worker(target), settings)
+    ev.close()
     return {"inputs": ev.inputs, "hardware": ev.hardware, "isolation": ev.isolation, "where": _where()}
 
 
 def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str, Any]:
     ev = Evaluator(_on_worker(target), settings, probe=False)
-    result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach, job.reference)
+    try:
+        result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach,
+                             job.reference)
+    finally:
+        ev.close()
     result.host = _where()
     return {"result": result.model_dump(), "baseline_times": ev.baseline_times}
 

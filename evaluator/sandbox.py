@@ -289,7 +289,7 @@ class LocalBackend(ExecutionBackend):
             _become_subreaper()
 
     def _wrap(self, cmd: list[str], scratch: Path, python: str, visible: set[str], cwd: Path | None = None,
-              gpu: bool = False) -> list[str]:
+              gpu: bool = False, writable: tuple[str, ...] = ()) -> list[str]:
         """`cmd` under bwrap: read-only filesystem, private /tmp with `visible` bound back read-only
         (projects and interpreters may live under /tmp), `scratch` writable, no network."""
         if not self._bwrap:
@@ -302,11 +302,13 @@ class LocalBackend(ExecutionBackend):
         # A GPU worker needs the host's device nodes (/dev/nvidia*); others get a minimal /dev.
         dev = ["--dev-bind", "/dev", "/dev"] if gpu else ["--dev", "/dev"]
         return [self._bwrap, "--ro-bind", "/", "/", *dev, "--proc", "/proc", "--tmpfs", "/tmp",
-                *binds, "--bind", str(scratch), str(scratch), "--unshare-net", "--unshare-pid", "--unshare-ipc",
+                *binds, "--bind", str(scratch), str(scratch), *(a for w in writable for a in ("--bind", w, w)),
+                "--unshare-net", "--unshare-pid", "--unshare-ipc",
                 "--die-with-parent", "--chdir", str(cwd or scratch), *cmd]
 
     def _popen(self, cmd: list[str], scratch: Path, limits: Limits, cwd: Path, stdout: Any, stderr: Any,
-               pass_fds: tuple[int, ...] = (), gpu: bool = False) -> subprocess.Popen[bytes]:
+               pass_fds: tuple[int, ...] = (), gpu: bool = False,
+               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         def limit() -> None:
             _no_aslr()
             _die_with_parent()
@@ -321,7 +323,8 @@ class LocalBackend(ExecutionBackend):
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
 
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, pass_fds=pass_fds, cwd=cwd,
-                                env=clean_env({"REDLINE_SANDBOXED": "1"}, str(scratch)), start_new_session=True,
+                                env=clean_env({"REDLINE_SANDBOXED": "1", **(env or {})}, str(scratch)),
+                                start_new_session=True,
                                 preexec_fn=limit)
         _LIVE.add(proc.pid)
         return proc
@@ -333,10 +336,21 @@ class LocalBackend(ExecutionBackend):
         stderr_path = scratch / ".stderr"
         visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
         gpu = spec.get("device") == "cuda"
+        # Trusted workers (the reference, built-in torch.compile and Triton variants) of one evaluator
+        # share a compiler cache, so a variant compiled and autotuned once is not compiled again for
+        # its Nsight Compute run or as the head-to-head baseline; candidates keep theirs in scratch.
+        cache = spec.get("compile_cache")
+        writable: tuple[str, ...] = ()
+        env: dict[str, str] = {}
+        if cache:
+            os.makedirs(cache, mode=0o700, exist_ok=True)
+            writable = (cache,)
+            env = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
+                   "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
         cmd = self._wrap([*(a.replace("{scratch}", str(scratch)) for a in prefix), python, "-X", "utf8", str(WORKER)],
-                         scratch, python, visible, gpu=gpu)
+                         scratch, python, visible, gpu=gpu, writable=writable)
         with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
-            proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,), gpu=gpu)
+            proc = self._popen(cmd, scratch, limits, scratch, out, err, (write_fd,), gpu=gpu, env=env)
         os.close(write_fd)
         worker = Worker(proc, read_fd, scratch, stderr_path, self.isolation)
         worker.send(spec)

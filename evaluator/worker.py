@@ -12,6 +12,7 @@ from __future__ import annotations
 import _thread
 import base64
 import builtins
+import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -40,6 +41,7 @@ _hook_on = False
 _in_hook = False
 _candidate_file = "<candidate>"  # the file the candidate's code runs from, once written
 _scratch = ""
+_writable: tuple[str, ...] = ()  # the scratch directory and, for trusted workers, the shared compiler cache
 _allow_processes = False
 _SECRET_PARTS = ("/.ssh", "/.aws", "/.gnupg", "/.netrc", "/.config/gcloud", "/.docker/config", "/.git-credentials",
                  "/etc/shadow", "/.env", "/.pypirc", "/.kube/config")
@@ -96,7 +98,8 @@ def _check(event: str, args: tuple[Any, ...]) -> None:
         if any(part in full for part in _SECRET_PARTS):
             _violation(f"read a secrets file ({full})")
             raise PermissionError(f"redline sandbox: {full} is off limits")
-        if writing and not (full.startswith(_scratch) or full.startswith("/dev/")):
+        if writing and not (any(full == w or full.startswith(w + os.sep) for w in _writable)
+                            or full.startswith("/dev/")):
             _violation(f"wrote outside the scratch directory ({full})")
             raise PermissionError(f"redline sandbox: writing {full} is not allowed")
     elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
@@ -400,14 +403,17 @@ class Subject:
         """Positional arguments for one call, and the callable to call them with."""
         _seed_all(seed)
         if self.kernelbench:
-            init = self.module.get_init_inputs() if hasattr(self.module, "get_init_inputs") else []
-            _seed_all(seed)
-            model = self.model_cls(*init)
-            if self.spec.get("device") == "cuda":
+            cuda = self.spec.get("device") == "cuda"
+            # On CUDA the model and the inputs are made on the device itself (torch's default device):
+            # a KernelBench get_inputs() of 16384x8192 random tensors takes seconds on the CPU.
+            with sys.modules["torch"].device("cuda") if cuda else contextlib.nullcontext():
+                init = self.module.get_init_inputs() if hasattr(self.module, "get_init_inputs") else []
+                _seed_all(seed)
+                model = self.model_cls(*init)
+                _seed_all(seed + 1)
+                args = self.module.get_inputs()
+            if cuda:
                 model = model.cuda()
-            _seed_all(seed + 1)
-            args = self.module.get_inputs()
-            if self.spec.get("device") == "cuda":
                 args = [a.cuda() if hasattr(a, "cuda") else a for a in args]
             return tuple(args), model.forward if ".forward" in self.spec["qualname"] else model
         value = self.make_inputs(seed)
@@ -577,6 +583,12 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
+def op_oracle(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """The float32 results (see _oracle) for the given seeds, and nothing else: asked for after a timed
+    round whose half-precision outputs missed the candidate's."""
+    return {"oracles": [_oracle(subject, seed) for seed in req["seeds"]]}
+
+
 _HALF = ("torch.bfloat16", "torch.float16")
 
 
@@ -603,6 +615,8 @@ def _oracle(subject: Subject, seed: int) -> Any:
     """The reference's output on the same input computed in float32: how far eager's own half-precision
     rounding of intermediates lies from the exact result (the harness accepts a candidate at least that
     close to it). None when the reference does not run in float32."""
+    if "torch" not in sys.modules:
+        return None
     args, fn = subject.inputs(seed)
     owner = getattr(fn, "__self__", None)
     if owner is not None and _isinstance(owner, sys.modules["torch"].nn.Module):
@@ -683,10 +697,11 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    global _scratch, _allow_processes
+    global _scratch, _writable, _allow_processes
     spec = json.loads(sys.stdin.readline())
     out = os.fdopen(spec["reply_fd"], "w", buffering=1)
     _scratch = os.path.abspath(spec["scratch"])
+    _writable = (_scratch, *([os.path.abspath(spec["compile_cache"])] if spec.get("compile_cache") else []))
     _allow_processes = bool(spec.get("allow_processes"))
     for key, value in spec.get("env", {}).items():
         os.environ.setdefault(key, value)  # before any user code imports what reads it
@@ -718,7 +733,8 @@ def main() -> None:
         req = json.loads(line)
         _sample_seed[0] = int(req.get("sample_seed", 0))
         try:
-            result = {"check": op_check, "time": op_time, "profile": op_profile}[req["op"]](subject, req)
+            result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle}[req["op"]](
+                subject, req)
             result["ok"] = True
         except BaseException as exc:
             result = {"ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],

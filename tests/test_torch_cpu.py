@@ -58,10 +58,37 @@ def test_gpu_candidates_keep_their_verdicts_on_cpu_tensors(tmp_path: Path) -> No
     assert doc["winner"] is None and "cuda" not in json.dumps(doc["hardware"]).lower()
 
 
+# A candidate that tries to poison the compiler cache the trusted workers share (so that the
+# torch.compile baseline it is timed against head-to-head runs slow code): under bubblewrap it cannot
+# see the cache (a private /tmp); without, its write is caught. Were it to find the cache and go on,
+# it would return a wrong result and fail the test.
+POISON = """import glob, os
+import torch
+
+_found = glob.glob("/tmp/redline-compile-*")
+for d in _found:
+    with open(os.path.join(d, "inductor", "poison"), "w") as fh:
+        fh.write("x")
+
+
+def gelu_bias(x, b):
+    y = x + b
+    out = 0.5 * y * (1.0 + torch.tanh(0.7978845608 * (y + 0.044715 * y * y * y)))
+    return out + 1 if _found else out
+"""
+
+
 def test_torch_compile_winner_is_timed_head_to_head_on_cpu(tmp_path: Path) -> None:
     ops = cpu_copy(TESTS / "gpu" / "ops.py", tmp_path / "ops.py")
-    doc = run(tmp_path, f"{ops}::gelu_bias", "--budget", "2")
-    approaches = {c["approach"] for c in doc["candidates"]}
+    (tmp_path / "candidates").mkdir()
+    (tmp_path / "candidates" / "poison.py").write_text(POISON)
+    caches_before = set(Path("/tmp").glob("redline-compile-*"))
+    doc = run(tmp_path, f"{ops}::gelu_bias", "--budget", "3", "--candidates", str(tmp_path / "candidates"))
+    poison = next(c for c in doc["candidates"] if c["origin"] == "file:poison.py")
+    assert poison["status"] in ("ok", "not_faster") or (
+        poison["status"] == "rejected_exploit" and "outside the scratch" in poison["reason"]), poison["reason"]
+    assert set(Path("/tmp").glob("redline-compile-*")) <= caches_before  # the shared cache is removed after the run
+    approaches = {c["approach"] for c in doc["candidates"] if c["origin"] == "builtin:torch.compile"}
     assert approaches == {"torch.compile(default)", "torch.compile(max-autotune-no-cudagraphs)"}
     winner = doc["winner"]
     assert winner is not None and winner["speedup"] > 1.1 and "torch.compile(" in winner["diff"]
