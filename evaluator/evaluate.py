@@ -87,6 +87,7 @@ class Evaluator:
         self._trusted = False
         self._cancelled = threading.Event()
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
+        self._leading = 0.0  # the best speedup verified so far (see evaluate: who gets Nsight Compute)
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -189,7 +190,11 @@ class Evaluator:
             self._active = []
             worker.close()
             baseline.close()
-        if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile:
+        # Nsight Compute on the leading candidates only: each verified one that is at least as fast as
+        # every one before it in this evaluator (its counters feed the next round's prompt).
+        if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
+                (result.speedup or 0.0) >= self._leading:
+            self._leading = result.speedup or 0.0
             result.kernel_profile = self.profile_kernels(code, trusted)
             result.eval_s = time.perf_counter() - started
         return result
