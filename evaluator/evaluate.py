@@ -190,10 +190,10 @@ class Evaluator:
             self._active = []
             worker.close()
             baseline.close()
-        # Nsight Compute on the leading candidates only: each verified one that is at least as fast as
-        # every one before it in this evaluator (its counters feed the next round's prompt).
+        # Nsight Compute on the leading candidates only: each verified one at least as fast as every one
+        # before it against the target (a head-to-head's speedup is against another baseline).
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
-                (result.speedup or 0.0) >= self._leading:
+                reference is None and (result.speedup or 0.0) >= self._leading:
             self._leading = result.speedup or 0.0
             result.kernel_profile = self.profile_kernels(code, trusted)
             result.eval_s = time.perf_counter() - started

@@ -130,6 +130,22 @@ _INLINE = 256 << 10
 _blob_count = [0]
 
 
+_harness_dirs: list[str] = []
+
+
+def _harness_dir() -> str:
+    """Where large values go when the harness (a test, a benchmark) encodes them itself, outside any
+    worker: a private temporary directory, never the current one."""
+    if not _harness_dirs:
+        import atexit
+        import shutil
+        import tempfile
+
+        _harness_dirs.append(tempfile.mkdtemp(prefix="redline-encode-"))
+        atexit.register(shutil.rmtree, _harness_dirs[0], True)
+    return _harness_dirs[0]
+
+
 def _blob(data: bytes, digest: bool) -> dict[str, Any]:
     """Array bytes for the harness: inline when small, else a file in the scratch directory with
     its sha256 (the harness verifies it), or only the digest when only equality matters."""
@@ -139,7 +155,7 @@ def _blob(data: bytes, digest: bool) -> dict[str, Any]:
     if _len(data) <= _INLINE:
         return {"b": _b64(data).decode()}
     _blob_count[0] += 1
-    path = os.path.join(_scratch, f"blob-{_blob_count[0]}.bin")
+    path = os.path.join(_scratch or _harness_dir(), f"blob-{_blob_count[0]}.bin")
     with open(path, "wb") as fh:
         fh.write(data)
     return {"file": path, "sha256": h}

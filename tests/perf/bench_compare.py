@@ -4,7 +4,8 @@ Run: .venv/bin/python tests/perf/bench_compare.py
 A 2048x2048 bf16 output of a fused kernel (float32 intermediates) against eager bf16: the plain
 comparison fails on eager's rounding, and the float32 oracle then accepts it. Timed side by side in
 one run: redline's comparison in 64K-element chunks, and the same code with one chunk for the whole
-array (what the harness did before: whole-array float64 temporaries). The ratio is the figure.
+array (whole-array float64 temporaries, like the harness before chunking; not that old code
+itself). The ratio is the figure.
 """
 
 from __future__ import annotations

@@ -203,8 +203,9 @@ def run_redline(spec: str, work: Path, out: Path, name: str, time_limit: int) ->
             log.write(f"[{time.perf_counter() - t0:7.1f}s] {line}")
             log.flush()
         rc = proc.wait()
-    for runs in (work / ".redline" / "runs").glob("*/results.jsonl"):
-        (out / f"bench_gpu_{name}_results.jsonl").write_text(runs.read_text())
+    logs = list((work / ".redline" / "runs").glob("*/results.jsonl"))  # every op's run: this one is the newest
+    if logs:
+        (out / f"bench_gpu_{name}_results.jsonl").write_text(max(logs, key=lambda p: p.stat().st_mtime).read_text())
     print(f"  redline optimise {name}: exit {rc} in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads(report.read_text()) if report.exists() else None
 
