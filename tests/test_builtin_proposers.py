@@ -35,6 +35,16 @@ def test_torch_compile_variants(tmp_path) -> None:
     compiled = TorchCompileProposer().propose(Context(target=eager, round=1))
     assert [p.approach for p in compiled] == ["torch.compile(default)", "torch.compile(max-autotune-no-cudagraphs)"]
     assert all("gelu_bias = torch.compile(_redline_eager_gelu_bias" in p.code for p in compiled)
+    on_gpu = TorchCompileProposer().propose(Context(target=eager, round=1, device="cuda"))
+    assert [p.approach for p in on_gpu][-1] == "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"
+    assert not any("multi-kernel" in p.approach for p in on_gpu)  # gelu_bias reduces nothing
+    rows = target_of(WORKLOAD / "model" / "kernels.py", "softmax_naive", f"{tmp_path / 'inputs.py'}::make_inputs")
+    reducing = TorchCompileProposer().propose(Context(target=rows, round=1, device="cuda"))
+    assert reducing[1].approach == "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)"
+    assert "'triton.multi_kernel': 1" in reducing[1].code and "'max_autotune': True" in reducing[1].code
+    assert len(reducing) == 4 and all(check_candidate(p.code, rows) is None for p in reducing)
+    assert not any("multi-kernel" in p.approach  # multi-kernel is Triton's: not on the CPU
+                   for p in TorchCompileProposer().propose(Context(target=rows, round=1)))
 
 
 def test_numba_only_for_loops() -> None:

@@ -45,9 +45,17 @@ def torch_compile_code(t: Target, mode: str | None = "default", options: dict[st
     return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, {how}, dynamic=False)\n"
 
 
+# Calls that reduce along a dimension: where a function has one, inductor's multi-kernel mode is tried.
+_REDUCTION = re.compile(r"\.(sum|mean|amax|amin|max|min|var|std|norm|logsumexp|softmax|log_softmax|prod)\("
+                        r"|\b(softmax|log_softmax|layer_norm|rms_norm|group_norm|batch_norm|normalize)\(")
+
+
 class TorchCompileProposer(Proposer):
-    """`torch.compile` of a torch function: default, autotuned, and autotuned with inductor's
-    coordinate-descent tuning of the generated kernels' block sizes (CUDA only; slow to compile)."""
+    """`torch.compile` of a torch function: default, autotuned, and on CUDA two slower-to-compile
+    variants. For a function with a reduction, multi-kernel mode: inductor also generates a persistent
+    reduction (one row held in registers, read once) for rows up to 16x longer than its usual 1024
+    and picks the faster kernel by timing both. Otherwise, coordinate-descent tuning of the generated
+    kernels' block sizes."""
 
     name = "torch.compile"
 
@@ -58,7 +66,11 @@ class TorchCompileProposer(Proposer):
             ("default", None, "torch.compile(default)"),
             ("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)")]
         if ctx.device == "cuda":
-            variants.append((None, {"max_autotune": True, "triton.cudagraphs": False, "coordinate_descent_tuning": True},
+            tuned: dict[str, object] = {"max_autotune": True, "triton.cudagraphs": False}
+            if _REDUCTION.search(ctx.target.function_source):
+                variants.insert(1, (None, {**tuned, "triton.multi_kernel": 1},
+                                    "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)"))
+            variants.append((None, {**tuned, "coordinate_descent_tuning": True},
                              "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"))
         out = []
         for mode, options, approach in variants:

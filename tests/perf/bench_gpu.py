@@ -193,7 +193,7 @@ def run_redline(spec: str, work: Path, out: Path, name: str, time_limit: int) ->
     """`redline optimise` through the real CLI; its output goes line by line, timestamped, to
     bench_gpu_NAME.log under `out` (kept when the run is cut short), with the run's candidate log."""
     report = out / f"bench_gpu_{name}.json"
-    cmd = [sys.executable, "-m", "redline.cli", "optimise", spec, "--device", "cuda", "--budget", "3",
+    cmd = [sys.executable, "-m", "redline.cli", "optimise", spec, "--device", "cuda", "--budget", "4",
            "--time-limit", str(time_limit), "--timeout", "240", "--json", str(report)]
     t0 = time.perf_counter()
     with open(out / f"bench_gpu_{name}.log", "w") as log:
