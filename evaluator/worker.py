@@ -466,6 +466,10 @@ class Cuda:
         self.bandwidth = self._copy_bandwidth()
         _watched[("torch.cuda", "synchronize")] = torch.cuda.synchronize
         _watched[("torch.cuda", "Event")] = torch.cuda.Event
+        # The event class and its methods, bound now: a candidate that patches them later changes nothing.
+        self.event, self.record, self.elapsed_ms = torch.cuda.Event, torch.cuda.Event.record, torch.cuda.Event.elapsed_time
+        self.current_stream = torch.cuda.current_stream
+        self.overhead_s = 0.0
         self.nvml = None
         try:
             import pynvml
@@ -489,6 +493,35 @@ class Cuda:
         self.sync()
         dt = (_perf() - t0) * 1e-9
         return 2 * src.numel() * 10 / dt
+
+    def begin(self) -> tuple[Any, Any, Any]:
+        """A cold L2, an idle device, and a start event recorded on the calling stream."""
+        self.flush.zero_()
+        self.sync()
+        stream = self.current_stream()
+        start, end = self.event(enable_timing=True), self.event(enable_timing=True)
+        self.record(start, stream)
+        return start, end, stream
+
+    def end(self, end: Any, stream: Any) -> None:
+        self.record(end, stream)
+        self.sync()  # every stream of the device
+
+    def call_s(self, start: Any, end: Any, host_s: float) -> float:
+        """A call's time: the GPU time between the events on the calling stream, or the host's time
+        until the whole device was idle (less the measured cost of that wait) where that is longer, so
+        work a call leaves queued on other streams is charged to it."""
+        return max(self.elapsed_ms(start, end) * 1e-3, host_s - self.overhead_s)
+
+    def measure_overhead(self, calls: int = 7) -> None:
+        """What the host's timing of an empty call costs: recording the end event and waiting for the device."""
+        samples = []
+        for _ in range(calls):
+            _, end, stream = self.begin()
+            t0 = _perf()
+            self.end(end, stream)
+            samples.append((_perf() - t0) * 1e-9)
+        self.overhead_s = sorted(samples)[calls // 2]
 
     def state(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -679,23 +712,24 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     threads_left = 0
     prev_out: Any = None
     cuda = _cuda
+    if cuda is not None:
+        cuda.measure_overhead()
     energy0 = cuda.energy_j() if cuda else None
     start = _perf()
     for i, (args, fn) in enumerate(prepared):
-        if cuda is not None:
-            cuda.flush.zero_()  # a cold L2 for every timed call
-            cuda.sync()
+        events = cuda.begin() if cuda is not None else None  # a cold L2 for every timed call
         t0 = _perf()
         try:
             out = fn(*args)
-            if cuda is not None:
-                cuda.sync()  # every stream of the device: work left on other streams is timed too
+            if cuda is not None and events is not None:
+                cuda.end(events[1], events[2])
         except BaseException:
             errors = traceback.format_exc(limit=6)[-2000:]
             break
         t1 = _perf()
         threads_left = max(threads_left, _candidate_threads[0])
-        times.append((t1 - t0) * 1e-9)
+        host_s = (t1 - t0) * 1e-9
+        times.append(cuda.call_s(events[0], events[1], host_s) if cuda is not None and events is not None else host_s)
         if prev_out is not None and any(shares(a, b) for a in buffers(out) for b in buffers(prev_out)):
             reused = True
         if i in keep:
