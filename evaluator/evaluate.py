@@ -30,6 +30,7 @@ from .target import Target, TargetError, check_candidate, imports_of, raw_memory
 
 _rng = random.SystemRandom()
 HOST = socket.gethostname()
+ENERGY_S = 0.3  # seconds of back-to-back calls over which each side's energy per call is read
 BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
 
 
@@ -323,6 +324,17 @@ class Evaluator:
             raise Rejected("rejected_exploit", f"{who} reported {len(reply.times)} call times for {len(seeds)} calls")
         return reply, wall, cpu_before
 
+    def _energy(self, cand: Worker, reference: Worker, seeds: list[int]) -> tuple[float, float] | None:
+        """Joules per call of the candidate and the reference from NVML's energy counter over
+        back-to-back calls (each side at least ENERGY_S), in their own window after the timing."""
+        per_call = []
+        for who, worker in (("candidate", cand), ("reference", reference)):
+            reply = self._ask(worker, {"op": "energy", "seeds": seeds, "min_s": ENERGY_S}, f"the {who}")
+            if reply.energy_j is None or reply.calls <= 0:
+                return None
+            per_call.append(reply.energy_j / reply.calls)
+        return per_call[0], per_call[1]
+
     def _time(self, cand: Worker, reference: Worker, base: dict[str, Any],
               gpu_info: dict[str, Any] | None = None) -> CandidateResult:
         s = self.settings
@@ -346,7 +358,6 @@ class Evaluator:
         base_rounds: list[list[float]] = []
         cand_rounds: list[list[float]] = []
         energy: dict[str, list[float]] = {"candidate": [], "reference": []}
-        calls: dict[str, int] = {"candidate": 0, "reference": 0}
         bytes_moved = 0
         gpu_state: dict[str, Any] | None = None
         start = time.perf_counter()
@@ -378,7 +389,6 @@ class Evaluator:
             for who, r in (("candidate", cr), ("reference", rr)):
                 if r.energy_j is not None:
                     energy[who].append(r.energy_j)
-                    calls[who] += len(r.times)
             bytes_moved = max(bytes_moved, rr.bytes_moved)
             gpu_state = cr.gpu or gpu_state
             if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
@@ -419,9 +429,10 @@ class Evaluator:
             fields["gpu"] = {k: v for k, v in gpu_state.items() if isinstance(v, (int, float, str))}
         if energy["candidate"] or energy["reference"]:
             fields["energy_j"] = sum(energy["candidate"]) + sum(energy["reference"])
-        if calls["candidate"] and calls["reference"]:
-            fields["energy_j_per_call"] = sum(energy["candidate"]) / calls["candidate"]
-            fields["baseline_energy_j_per_call"] = sum(energy["reference"]) / calls["reference"]
+        if gpu_state is not None and (energy["candidate"] or energy["reference"]):
+            joules = self._energy(cand, reference, fresh_seeds(min(n, 4)))
+            if joules is not None:
+                fields["energy_j_per_call"], fields["baseline_energy_j_per_call"] = joules
         ceiling = (gpu_info or {}).get("copy_bandwidth_Bps")
         if ceiling and bytes_moved:
             implied = bytes_moved / fields["median_s"]

@@ -63,3 +63,5 @@ class Reply(_Msg):
     gpu: dict[str, Any] | None = None
     energy_j: float | None = None
     bytes_moved: int = 0
+    # energy (CUDA with NVML): calls made in the measured window
+    calls: int = 0

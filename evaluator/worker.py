@@ -700,6 +700,31 @@ def op_profile(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def op_energy(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """NVML's energy counter over back-to-back calls on the prepared inputs for at least `min_s`
+    (the counter moves in steps of milliseconds: a window of a few calls reads mostly noise). No L2
+    flush, no output checks inside the window: joules of the calls themselves."""
+    cuda = _cuda
+    prepared = [subject.inputs(s) for s in req["seeds"]]
+    if cuda is None or cuda.energy_j() is None or not prepared:
+        return {"energy_j": None, "calls": 0}
+    for args, fn in prepared:
+        fn(*args)
+    cuda.sync()
+    calls, deadline = 0, _perf() + int(req.get("min_s", 0.3) * 1e9)
+    energy0 = cuda.energy_j()
+    while calls < 3 or _perf() < deadline:
+        args, fn = prepared[calls % len(prepared)]
+        fn(*args)
+        calls += 1
+        if calls % len(prepared) == 0:
+            cuda.sync()  # bounded queue: the window ends when the work does
+    cuda.sync()
+    energy1 = cuda.energy_j()
+    return {"energy_j": energy1 - energy0 if energy0 is not None and energy1 is not None else None, "calls": calls,
+            "tamper": _tamper()}
+
+
 def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     seeds = req["seeds"]
     keep = set(req.get("keep", []))
@@ -783,7 +808,8 @@ def main() -> None:
         req = json.loads(line)
         _sample_seed[0] = int(req.get("sample_seed", 0))
         try:
-            result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle}[req["op"]](
+            result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle,
+                      "energy": op_energy}[req["op"]](
                 subject, req)
             result["ok"] = True
         except BaseException as exc:

@@ -164,6 +164,10 @@ class Timer:
         for _ in range(3):
             fn(*args)  # compile and warm up outside the timing
         torch.cuda.synchronize()
+        until = time.perf_counter() + 1.0  # and a second of calls: clocks ramp up from idle (345 MHz seen)
+        while time.perf_counter() < until:
+            fn(*args)
+            torch.cuda.synchronize()
         meds = [self.once(fn, args) for _ in range(n)]
         return statistics.median(meds), (max(meds) - min(meds)) / statistics.median(meds)
 
@@ -285,7 +289,7 @@ def main(which: str, out: Path, time_limit: int) -> int:
                        gpu=cand.get("gpu"), kernel_profile=cand.get("kernel_profile"))
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "kernel_profile"}), flush=True)
-        (out / f"bench_gpu_{which.replace(',', '+')}.json").write_text(  # kept if a later op runs out of time
+        (out / f"bench_gpu_{which.replace(',', '_').strip('_')}.json").write_text(  # kept if a later op runs out of time
             json.dumps({"copy_bandwidth_Bps": bw, "rows": rows}, indent=2))
     print(f"\n{'op':20} {'eager us':>9} {'compile':>9} {'winner':>9} {'win/comp':>8} {'bw share':>8} {'spread':>7}  "
           "redline speedup (95% CI), vs compile, J/call winner/eager")
