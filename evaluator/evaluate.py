@@ -8,6 +8,8 @@ outputs itself and measures wall and CPU time from outside.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import platform
 import random
 import shutil
@@ -122,12 +124,20 @@ class Evaluator:
                 "inputs_func": t.inputs_func, "kernelbench": t.kernelbench, "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
-                **({"compile_cache": self._compile_cache()} if trusted else {})}
+                **({"compile_cache": self._compile_cache(candidate)} if trusted else {})}
 
-    def _compile_cache(self) -> str:
+    def _compile_cache(self, candidate: str | None) -> str:
+        """The compiler cache of one trusted code (the target's, or one built-in variant's): shared by
+        the workers that run that same code (its timing, its Nsight Compute run, the head-to-head),
+        never between variants: a variant's tuned artefacts must not reach the head-to-head's plain
+        torch.compile (suspected on the H200, where one shared directory per run had the head-to-head
+        find 0.99x for winners 1.16x-1.30x faster than the run's own torch.compile candidate)."""
         if self._cache is None:
             self._cache = tempfile.mkdtemp(prefix="redline-compile-")
-        return self._cache
+        key = hashlib.sha256(candidate.encode()).hexdigest()[:16] if candidate is not None else "target"
+        path = os.path.join(self._cache, key)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        return path
 
     def _env(self, candidate: str | None) -> dict[str, str]:
         """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported)."""

@@ -3,6 +3,7 @@ imports, tolerance overrides, the project's own tests as a regression gate, and 
 
 from __future__ import annotations
 
+import os
 import json
 import signal
 import subprocess
@@ -175,3 +176,20 @@ def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_pa
     assert by["one_element.py"]["status"] == "incorrect" and "the sum over all" in by["one_element.py"]["reason"]
     assert by["one_nan.py"]["status"] == "incorrect" and "NaN" in by["one_nan.py"]["reason"]
     assert by["mutates.py"]["status"] == "incorrect" and "mutates its inputs" in by["mutates.py"]["reason"]
+
+
+def test_trusted_variants_get_their_own_compiler_cache() -> None:
+    """Workers running the same trusted code share a compiler cache; different variants never do
+    (a shared one let the head-to-head's plain torch.compile reuse a tuned variant's block sizes)."""
+    from redline.evaluator.evaluate import Evaluator
+
+    ev = Evaluator.__new__(Evaluator)  # only the cache bookkeeping: no target, no workers
+    ev._cache = None
+    default, tuned = "f = torch.compile(g, mode='default')\n", "f = torch.compile(g, options={'max_autotune': True})\n"
+    try:
+        a, b = ev._compile_cache(default), ev._compile_cache(tuned)
+        assert a != b and ev._compile_cache(default) == a and ev._compile_cache(None) not in (a, b)
+        assert all(os.path.isdir(p) and os.stat(p).st_mode & 0o077 == 0 for p in (a, b))
+    finally:
+        ev.close()
+    assert not os.path.exists(a)
