@@ -3,8 +3,8 @@ imports, tolerance overrides, the project's own tests as a regression gate, and 
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import signal
 import subprocess
 import sys
