@@ -283,6 +283,10 @@ class Evaluator:
                 if run.threads_left > 0:
                     raise Rejected("rejected_exploit", "left background threads running after returning "
                                    "(work finishing outside the call)")
+                if run.unordered:
+                    raise Rejected("rejected_exploit", "returned while its output was still being written on "
+                                   "another CUDA stream that the calling stream never waits for (a caller "
+                                   "reading it in stream order sees unfinished values)")
             if rr.error is not None:
                 if g1.error is None or g1.error.type != rr.error.type:
                     raise Rejected("incorrect", f"the reference raises {rr.error.type} for seed {r.seed}, the "
@@ -321,10 +325,13 @@ class Evaluator:
 
     # ---------------------------------------------------------------- timing
     def _batch(self, worker: Worker, seeds: list[int], keep: list[int], who: str,
-               sample: int = 0) -> tuple[Reply, float, float]:
+               sample: int = 0, ahead_s: float | None = None) -> tuple[Reply, float, float]:
         cpu_before = worker.cpu_seconds()
         t0 = time.perf_counter()
-        reply = self._ask(worker, {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}, who)
+        req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}
+        if ahead_s is not None:
+            req["ahead_s"] = ahead_s
+        reply = self._ask(worker, req, who)
         wall = time.perf_counter() - t0
         if reply.batch_error:
             raise Rejected("crashed", f"{who} raised during timed calls", reply.batch_error)
@@ -351,16 +358,23 @@ class Evaluator:
         # Warm-up (JIT compilation, caches) on both sides until per-call times settle.
         est = {}
         per_call_bytes = 0
-        for who, worker in (("candidate", cand), ("reference", reference)):
+        ahead: float | None = None  # CUDA: the timed calls' head start (see below)
+        for who, worker in (("reference", reference), ("candidate", cand)):
             prev = None
             for _ in range(6):
-                reply, _, _ = self._batch(worker, fresh_seeds(3), [], f"the {who}")
+                reply, _, _ = self._batch(worker, fresh_seeds(3), [], f"the {who}", ahead_s=ahead)
                 per_call_bytes = max(per_call_bytes, reply.bytes_moved)
                 m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
                     break
                 prev = m
             est[who] = m
+            if who == "reference" and reply.gpu and isinstance(reply.gpu.get("issue_s"), float):
+                # On CUDA each timed call starts behind a device-side wait of 1.5x the time the reference
+                # takes to issue a call, the same for both sides: the GPU's work is timed, not an idle
+                # device's launch latency, and a candidate's host work beyond what the reference needs
+                # leaves the GPU idle inside its events, so it is charged.
+                ahead = min(1.5 * reply.gpu["issue_s"] + 20e-6, 5e-3)
         per_call = max(est.values())
         n = max(1, min(500, int(s.batch_s / max(per_call, 1e-7))))
         # A batch's fresh inputs are made before it is timed: keep them within BATCH_BYTES.
@@ -370,6 +384,7 @@ class Evaluator:
         energy: dict[str, list[float]] = {"candidate": [], "reference": []}
         bytes_moved = 0
         gpu_state: dict[str, Any] | None = None
+        ref_state: dict[str, Any] = {}
         start = time.perf_counter()
         last_cand_cpu_end: float | None = None
         while True:
@@ -381,7 +396,7 @@ class Evaluator:
                 order.reverse()
             replies: dict[str, Reply] = {}
             for who, worker in order:
-                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}", sample)
+                reply, wall, cpu_before = self._batch(worker, seeds, keep, f"the {who}", sample, ahead)
                 if who == "candidate":
                     # Built-ins are trusted to compile in the background (torch.compile's workers).
                     if last_cand_cpu_end is not None and not self._trusted:
@@ -401,6 +416,7 @@ class Evaluator:
                     energy[who].append(r.energy_j)
             bytes_moved = max(bytes_moved, rr.bytes_moved)
             gpu_state = cr.gpu or gpu_state
+            ref_state = rr.gpu or {}
             if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
                 raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
             why = "wrong result on a timed call after passing the first checks (correct only on some calls, or " \
@@ -436,7 +452,11 @@ class Evaluator:
         fields: dict[str, Any] = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
                                       speedup_ci95=ci, baseline_median_s=median(base_times))
         if gpu_state is not None:
-            fields["gpu"] = {k: v for k, v in gpu_state.items() if isinstance(v, (int, float, str))}
+            # The candidate's device state and where its calls' time went (medians of its last batch), with
+            # the same split for the baseline: GPU time on the calling stream, host time to issue the call,
+            # and the wait for other streams after it.
+            parts = {f"baseline_{k}": ref_state[k] for k in ("gpu_time_s", "issue_s", "drain_s") if k in ref_state}
+            fields["gpu"] = {k: v for k, v in {**gpu_state, **parts}.items() if isinstance(v, (int, float, str))}
         if energy["candidate"] or energy["reference"]:
             fields["energy_j"] = sum(energy["candidate"]) + sum(energy["reference"])
         if gpu_state is not None and (energy["candidate"] or energy["reference"]):

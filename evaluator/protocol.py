@@ -28,6 +28,7 @@ class Run(_Msg):
     aliases_input: bool = False
     inputs_after: Encoded | None = None
     threads_left: int = 0
+    unordered: bool = False  # CUDA: the output changed after the call returned (work on an unjoined stream)
 
 
 class SeedResult(_Msg):

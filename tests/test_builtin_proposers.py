@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from helpers import REPO, WORKLOAD
 from redline.evaluator.proposers import Context
-from redline.evaluator.proposers.builtin import NumbaProposer, TorchCompileProposer, TritonConfigProposer
+from redline.evaluator.proposers.builtin import (
+    NumbaProposer,
+    TorchCompileProposer,
+    TritonConfigProposer,
+    sigmoid_tanh_source,
+)
 from redline.evaluator.target import Target, check_candidate, load_target
 
 
@@ -38,6 +43,9 @@ def test_torch_compile_variants(tmp_path) -> None:
     on_gpu = TorchCompileProposer().propose(Context(target=eager, round=1, device="cuda"))
     assert [p.approach for p in on_gpu][-1] == "torch.compile(max-autotune-no-cudagraphs, coordinate descent)"
     assert not any("multi-kernel" in p.approach for p in on_gpu)  # gelu_bias reduces nothing
+    fast = next(p for p in on_gpu if p.approach == "torch.compile(default), tanh through sigmoid")
+    assert "torch.tanh" not in fast.code and "torch.sigmoid(2.0 * (0.7978845608" in fast.code
+    assert check_candidate(fast.code, eager) is None
     rows = target_of(WORKLOAD / "model" / "kernels.py", "softmax_naive", f"{tmp_path / 'inputs.py'}::make_inputs")
     reducing = TorchCompileProposer().propose(Context(target=rows, round=1, device="cuda"))
     assert reducing[1].approach == "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)"
@@ -53,3 +61,22 @@ def test_numba_only_for_loops() -> None:
     assert [p.approach for p in props] == ["numba.njit", "numba.njit, fastmath=True"]
     assert NumbaProposer().propose(Context(target=target_of(REPO / "examples" / "demo" / "app.py", "make_inputs"),
                                            round=1)) == []
+
+
+def test_tanh_through_sigmoid_computes_the_same_function() -> None:
+    """The rewrite behind the CUDA variant, run eagerly on the CPU: equal to the original within float32
+    rounding over the whole range, infinities and NaN included, for torch.tanh and Tensor.tanh."""
+    torch = pytest.importorskip("torch")
+    src = "def f(x, b):\n    y = x + b\n    return torch.tanh(y) * 0.5 + (y * 3).tanh()\n"
+    fast = sigmoid_tanh_source(src)
+    assert fast is not None and "tanh" not in fast
+    ns_ref: dict = {"torch": torch}
+    ns_fast: dict = {"torch": torch}
+    exec(src, ns_ref)
+    exec(fast, ns_fast)
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(100_000, generator=g) * s for s in (1e-3, 1.0, 10.0, 100.0)])
+    x = torch.cat([x, torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
+    b = torch.zeros(())
+    torch.testing.assert_close(ns_fast["f"](x, b), ns_ref["f"](x, b), rtol=0, atol=2e-6, equal_nan=True)
+    assert sigmoid_tanh_source("def f(x):\n    return torch.sigmoid(x)\n") is None

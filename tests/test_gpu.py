@@ -18,11 +18,19 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a
 GPU_TESTS = TESTS / "gpu"
 OUT = Path(os.environ.get("REDLINE_GPU_OUT", "/tmp"))
 
-EXPECT = {
+EXPECT: dict[str, tuple[set[str], str | tuple[str, ...]]] = {
     "triton_fused.py": ({"ok"}, "faster"),
     "exact_copy.py": ({"not_faster"}, "threshold"),
-    # Work left on a side stream is inside the timing (device-wide synchronize): it cannot look faster.
-    "side_stream.py": ({"not_faster"}, "threshold"),
+    # Work left on a side stream: the copy of the output taken on the calling stream right after the
+    # call returned differs from the output once the device is idle.
+    "side_stream.py": ({"rejected_exploit"}, "still being written"),
+    # The same on a stream that starts at once, racing the copy: caught that way when the race shows;
+    # else its work runs inside the timed calls' head start and the copy-bandwidth ceiling rejects it
+    # (seen on the H200: "33.6 MB per call at 1.3 µs"), or what outlasts the head start is timed.
+    "side_stream_unjoined.py": ({"rejected_exploit", "not_faster"},
+                                ("still being written", "beyond the measured copy bandwidth", "threshold")),
+    # A side stream joined both ways is honest: the same work, so no faster.
+    "side_stream_joined.py": ({"not_faster"}, "threshold"),
     "cached_output.py": ({"rejected_exploit"}, "same buffer"),
     "stale_graph.py": ({"incorrect"}, "wrong result"),
     "patched_sync.py": ({"rejected_exploit"}, "patched torch.cuda.synchronize"),
@@ -48,7 +56,8 @@ def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_gpu_candidate_status_and_reason(gpu_report: dict, name: str) -> None:
     statuses, words = EXPECT[name]
     got = gpu_report[name]
-    assert got["status"] in statuses and words in got["reason"], (got["status"], got["reason"])
+    alternatives = (words,) if isinstance(words, str) else words
+    assert got["status"] in statuses and any(w in got["reason"] for w in alternatives), (got["status"], got["reason"])
 
 
 def test_gpu_winner_with_interval_energy_and_device(gpu_report: dict) -> None:
