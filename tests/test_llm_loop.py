@@ -134,3 +134,19 @@ def test_the_cost_counts_device_seconds(tmp_path: Path) -> None:
     assert all(c["host"] for c in doc["candidates"])
     timed = next(c for c in doc["candidates"] if c["status"] == "ok")
     assert timed["hardware"] and doc["hardware"] == timed["hardware"]
+
+
+def test_feedback_says_where_a_gpu_calls_time_went() -> None:
+    """The next prompt tells the model, per CUDA candidate, GPU time against the host's time to issue the
+    call (figures of a compiled rmsnorm on the H200), so a launch-bound rewrite is named as such."""
+    from redline.evaluator.models import CandidateResult
+    from redline.evaluator.proposers.llm import _feedback
+
+    r = CandidateResult(id="c1", origin="llm:tiny", status="ok", reason="5.52x faster", median_s=315.3e-6,
+                        speedup=5.52, gpu={"name": "NVIDIA H200", "gpu_time_s": 128.6e-6, "issue_s": 323.0e-6,
+                                           "baseline_gpu_time_s": 1739.4e-6, "baseline_issue_s": 248.5e-6})
+    line = _feedback([r])
+    assert "candidate 128.6 µs on the GPU, 323.0 µs to issue, launch-bound" in line
+    assert "baseline 1739.4 µs on the GPU, 248.5 µs to issue" in line and "baseline 1739.4 µs on the GPU, 248.5 µs to issue," not in line
+    cpu = CandidateResult(id="c2", origin="llm:tiny", status="ok", reason="2x", median_s=1e-3, speedup=2.0)
+    assert "per call" not in _feedback([cpu])

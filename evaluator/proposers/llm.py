@@ -35,6 +35,19 @@ class LLMSettings(BaseModel):
     concurrency: int = 2
 
 
+def _gpu_split(r: CandidateResult) -> str:
+    """Where a CUDA call's time went, candidate and baseline: GPU time on the calling stream against the
+    host's time to issue the call (a call whose issue time exceeds its GPU time is launch-bound)."""
+    g = r.gpu or {}
+    parts = []
+    for who, prefix in (("candidate", ""), ("baseline", "baseline_")):
+        gpu, issue = g.get(f"{prefix}gpu_time_s"), g.get(f"{prefix}issue_s")
+        if isinstance(gpu, float) and isinstance(issue, float):
+            bound = ", launch-bound" if issue > gpu else ""
+            parts.append(f"{who} {gpu * 1e6:.1f} µs on the GPU, {issue * 1e6:.1f} µs to issue{bound}")
+    return " | per call: " + "; ".join(parts) if parts else ""
+
+
 def _feedback(history: list[CandidateResult]) -> str:
     if not history:
         return ""
@@ -44,7 +57,7 @@ def _feedback(history: list[CandidateResult]) -> str:
         tail = textwrap.shorten(r.error_tail.strip().splitlines()[-1], 200) if r.error_tail.strip() else ""
         kernels = f" | Nsight Compute: {describe_kernels(r.kernel_profile)}" if r.kernel_profile else ""
         rows.append(f"- {r.id} ({r.origin}, {r.approach or 'rewrite'}): {r.status}{timing}: {r.reason}"
-                    + (f" | error: {tail}" if tail else "") + kernels)
+                    + (f" | error: {tail}" if tail else "") + _gpu_split(r) + kernels)
     return "Earlier candidates and what the evaluator measured:\n" + "\n".join(rows)
 
 
