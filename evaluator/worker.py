@@ -519,7 +519,7 @@ class Cuda:
     def begin(self) -> tuple[Any, Any, Any]:
         """A cold L2 (the flush written on the calling stream) and a start event recorded behind a
         device-side wait (`ahead_s`): the host enqueues the call while the GPU is still busy, so the
-        events time the GPU's work, not the launch latency of an idle device (which added 60-110 µs
+        events time the GPU's work, not the launch latency of an idle device (which added 40-115 µs
         to a torch.compile call on the H200)."""
         stream = self.current_stream()
         self.flush.zero_()
