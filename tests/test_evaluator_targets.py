@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from helpers import redline
 
 VECTOR = "def affine(x, w):\n    return x * w + 1.0\n"
@@ -165,7 +166,8 @@ def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_pa
         "same.py": "import numpy as np\n\ndef shift(x):\n    return x + 1.0\n",
         # 1% of the elements wrong: the sample holds ~2,600 of them.
         "one_percent.py": "def shift(x):\n    y = x + 1.0\n    y[:60_000] = 0.0\n    return y\n",
-        # One element wrong by a lot: the sample almost surely misses it, the sum does not.
+        # One element wrong by a lot: each output's sample holds it with probability 4.4% (16% over the
+        # gate's four seeds), the sum always (the sum path alone: test_a_sampled_output_...).
         "one_element.py": "def shift(x):\n    y = x + 1.0\n    y[12345] += 1e4\n    return y\n",
         "one_nan.py": "def shift(x):\n    y = x + 1.0\n    y[777] = float('nan')\n    return y\n",
         # The output is right; one input element is changed after it is computed.
@@ -173,7 +175,8 @@ def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_pa
     by = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
     assert by["same.py"]["status"] in ("ok", "not_faster"), by["same.py"]["reason"]
     assert by["one_percent.py"]["status"] == "incorrect" and "elements beyond" in by["one_percent.py"]["reason"]
-    assert by["one_element.py"]["status"] == "incorrect" and "the sum over all" in by["one_element.py"]["reason"]
+    assert by["one_element.py"]["status"] == "incorrect" and ("the sum over all" in by["one_element.py"]["reason"]
+                                                              or "1 of 262144" in by["one_element.py"]["reason"])
     assert by["one_nan.py"]["status"] == "incorrect" and "NaN" in by["one_nan.py"]["reason"]
     assert by["mutates.py"]["status"] == "incorrect" and "mutates its inputs" in by["mutates.py"]["reason"]
 
@@ -193,3 +196,22 @@ def test_trusted_variants_get_their_own_compiler_cache() -> None:
     finally:
         ev.close()
     assert not os.path.exists(a)
+
+
+def test_a_sampled_output_with_one_wrong_element_the_sample_misses_fails_on_its_sum() -> None:
+    """The whole-array sums of a sampled output catch an element its sample cannot see: the wrong
+    element is put where the sample (positions drawn from the request's seed) does not look."""
+    np = pytest.importorskip("numpy")
+    from redline.evaluator import worker
+    from redline.evaluator.compare import Mismatch, compare
+
+    n, seed = 6_000_000, 1234
+    worker._sample_seed[0] = seed
+    seen = set(np.random.default_rng(seed).integers(0, n, worker._SAMPLE_K).tolist())
+    bad = next(i for i in range(12345, n) if i not in seen)
+    ref = np.random.default_rng(0).standard_normal(n)
+    got = ref.copy()
+    got[bad] += 1e4
+    compare(worker.encode(ref), worker.encode(ref.copy()), "output", None, None)  # equal: passes
+    with pytest.raises(Mismatch, match="the sum over all 6000000 elements"):
+        compare(worker.encode(ref), worker.encode(got), "output", None, None)
