@@ -419,8 +419,8 @@ class Evaluator:
             ref_state = rr.gpu or {}
             if replies["candidate"].reused_buffer and not replies["reference"].reused_buffer:
                 raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
-            why = "wrong result on a timed call after passing the first checks (correct only on some calls, or " \
-                "work skipped): "
+            why = "wrong result on a timed call after passing the first checks (correct only on some calls, work " \
+                "skipped, or on CUDA inputs read before the calling stream made them ready): "
             missed = []
             for k, ref_out in rr.outputs.items():
                 try:

@@ -200,3 +200,29 @@ def test_an_oracle_that_is_not_the_same_computation_is_ignored() -> None:
     compare(encode((1, {"y": eager})), encode((1, {"y": fused})), oracle=encode((1, {"y": exact})))
     with pytest.raises(Mismatch, match=r"output\[1\]\['y'\].*further off than eager"):
         compare(encode((1, {"y": eager})), encode((1, {"y": off})), oracle=encode((1, {"y": exact})))
+
+
+def test_inputs_held_back_until_the_call_are_restored_bit_for_bit() -> None:
+    """What the CUDA timer does to a call's inputs until the calling stream reaches the call (their bits
+    inverted, then inverted back), run here on CPU tensors: views and arguments that share a storage are
+    flipped once, every dtype comes back bit for bit, and while held back the values are unusable."""
+    torch = pytest.importorskip("torch")
+    from redline.evaluator.worker import flip_bits, tensor_storages
+
+    base = torch.randn(64, 33, dtype=torch.bfloat16)
+    args = (base, base[:, 3:9], base.t(), torch.randn(100, dtype=torch.float64),
+            torch.tensor([True, False, True]), torch.arange(7, dtype=torch.int32), 2.5, torch.empty(0))
+    before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    storages = tensor_storages(list(args))
+    assert len(storages) == 4  # base and its two views share one; the empty tensor has none
+    assert all(flip_bits(st) for st in storages)
+    assert not torch.equal(args[0], before[0]) and bool((args[3] != before[3]).all())
+    assert args[4].all()  # a held-back False reads True
+    for st in storages:
+        flip_bits(st)
+    for got, want in zip(args, before, strict=True):
+        if isinstance(got, torch.Tensor):
+            assert got.dtype == want.dtype and torch.equal(got.contiguous().view(torch.uint8),
+                                                           want.contiguous().view(torch.uint8))
+        else:
+            assert got == want
