@@ -285,11 +285,12 @@ def tensor_storages(value: Any) -> list[Any]:
 
 def flip_bits(storage: Any) -> bool:
     """Invert every bit of `storage` in place (on the current stream; twice restores it exactly).
-    False where torch refuses the write (an inference-mode tensor's storage, say)."""
+    False where torch refuses the write (an inference-mode tensor's storage, say): that storage is
+    then simply not held back."""
     torch = sys.modules["torch"]
     try:
         torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage).bitwise_not_()
-    except RuntimeError:
+    except Exception:
         return False
     return True
 
