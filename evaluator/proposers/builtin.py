@@ -70,9 +70,8 @@ class _SigmoidTanh(ast.NodeTransformer):
         else:
             return node
         self.count += 1
-        two = ast.Constant(2.0)
         sigmoid = ast.Call(func=ast.Attribute(value=ast.Name("torch", ast.Load()), attr="sigmoid", ctx=ast.Load()),
-                           args=[ast.BinOp(two, ast.Mult(), arg)], keywords=[])
+                           args=[ast.BinOp(ast.Constant(2.0), ast.Mult(), arg)], keywords=[])
         return ast.BinOp(ast.BinOp(ast.Constant(2.0), ast.Mult(), sigmoid), ast.Sub(), ast.Constant(1.0))
 
 
