@@ -289,8 +289,9 @@ class Evaluator:
                                    "reading it in stream order sees unfinished values)")
             if rr.error is not None:
                 if g1.error is None or g1.error.type != rr.error.type:
-                    raise Rejected("incorrect", f"the reference raises {rr.error.type} for seed {r.seed}, the "
-                                   f"candidate {'returns' if g1.error is None else 'raises ' + g1.error.type}")
+                    raise Rejected("incorrect", f"the reference raises {_error_line(rr.error)} for seed {r.seed}, "
+                                   f"the candidate {'returns' if g1.error is None else 'raises ' + g1.error.type}",
+                                   rr.error.tb)
                 continue
             if g1.error is not None:
                 raise Rejected("crashed", f"raised {_error_line(g1.error)}", g1.error.tb)

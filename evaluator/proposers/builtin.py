@@ -89,12 +89,16 @@ _REDUCTION = re.compile(r"\.(sum|mean|amax|amin|max|min|var|std|norm|logsumexp|s
 
 
 class TorchCompileProposer(Proposer):
-    """`torch.compile` of a torch function: default, autotuned, and on CUDA two slower-to-compile
-    variants. For a function with a reduction, multi-kernel mode: inductor also generates a persistent
-    reduction (one row held in registers, read once) for rows up to 16x longer than its usual 1024
-    and picks the faster kernel by timing both. Otherwise, coordinate-descent tuning of the generated
-    kernels' block sizes. On CUDA, a function with tanh is also compiled with tanh written through
-    sigmoid (see _SigmoidTanh)."""
+    """`torch.compile` of a torch function: default, autotuned, and on CUDA variants that are slower
+    to compile, in the order they paid off on the H200 (a small budget tries the first):
+    - a function with tanh, compiled with tanh written through sigmoid (see _SigmoidTanh) and
+      coordinate-descent tuning of the generated kernel's block size and warps (tanh-GELU with bias,
+      16384x8192 bf16: 132.7 µs, 96% of copy bandwidth, against 179.8 µs for default, 158.2 µs for
+      the rewrite alone and 146 µs for a hand-written Triton kernel);
+    - a function with a reduction, multi-kernel mode: inductor also generates a persistent reduction
+      (one row held in registers, read once) for rows up to 16x longer than its usual 1024 and picks
+      the faster kernel by timing both (the softmax of 8192-wide rows: 134.6 µs, 94%, against 199.9);
+    - then the rewrite alone, max-autotune, and coordinate descent without the rewrite."""
 
     name = "torch.compile"
 
@@ -102,16 +106,20 @@ class TorchCompileProposer(Proposer):
         if ctx.round != 1:
             return []
         variants: list[tuple[str | None, dict[str, object] | None, str, str | None]] = [
-            ("default", None, "torch.compile(default)", None),
-            ("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)", None)]
+            ("default", None, "torch.compile(default)", None)]
+        tuned: dict[str, object] = {"max_autotune": True, "triton.cudagraphs": False}
         if ctx.device == "cuda":
-            tuned: dict[str, object] = {"max_autotune": True, "triton.cudagraphs": False}
-            if _REDUCTION.search(ctx.target.function_source):
-                variants.insert(1, (None, {**tuned, "triton.multi_kernel": 1},
-                                    "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)", None))
             fast = sigmoid_tanh_source(ctx.target.function_source)
             if fast is not None:
-                variants.insert(1, ("default", None, "torch.compile(default), tanh through sigmoid", fast))
+                variants.append((None, {"coordinate_descent_tuning": True},
+                                 "torch.compile(coordinate descent), tanh through sigmoid", fast))
+            if _REDUCTION.search(ctx.target.function_source):
+                variants.append((None, {**tuned, "triton.multi_kernel": 1},
+                                 "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)", None))
+            if fast is not None:
+                variants.append(("default", None, "torch.compile(default), tanh through sigmoid", fast))
+        variants.append(("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)", None))
+        if ctx.device == "cuda":
             variants.append((None, {**tuned, "coordinate_descent_tuning": True},
                              "torch.compile(max-autotune-no-cudagraphs, coordinate descent)", None))
         out = []
