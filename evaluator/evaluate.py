@@ -18,6 +18,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import uuid
 from typing import Any
 
 from pydantic import ValidationError
@@ -131,10 +132,16 @@ class Evaluator:
         the workers that run that same code (its timing, its Nsight Compute run, the head-to-head),
         never between variants: a variant's tuned artefacts must not reach the head-to-head's plain
         torch.compile (suspected on the H200, where one shared directory per run had the head-to-head
-        find 0.99x for winners 1.16x-1.30x faster than the run's own torch.compile candidate)."""
+        find 0.99x for winners 1.16x-1.30x faster than the run's own torch.compile candidate).
+        Code in inductor's multi-kernel mode gets a fresh cache for every worker: compiling it again
+        from a warm cache failed (torch 2.11 on the H200: BackendCompilerFailed, "'NoneType' object
+        does not support the context manager protocol") in the head-to-head of softmax and rmsnorm
+        winners, while its first compile had passed; a fresh compile costs it about 4 s."""
         if self._cache is None:
             self._cache = tempfile.mkdtemp(prefix="redline-compile-")
         key = hashlib.sha256(candidate.encode()).hexdigest()[:16] if candidate is not None else "target"
+        if candidate is not None and "multi_kernel" in candidate:
+            key += "-" + uuid.uuid4().hex[:8]
         path = os.path.join(self._cache, key)
         os.makedirs(path, mode=0o700, exist_ok=True)
         return path

@@ -193,6 +193,9 @@ def test_trusted_variants_get_their_own_compiler_cache() -> None:
         a, b = ev._compile_cache(default), ev._compile_cache(tuned)
         assert a != b and ev._compile_cache(default) == a and ev._compile_cache(None) not in (a, b)
         assert all(os.path.isdir(p) and os.stat(p).st_mode & 0o077 == 0 for p in (a, b))
+        # Multi-kernel code compiles afresh in every worker (a warm cache made inductor fail on the H200).
+        multi = "f = torch.compile(g, options={'triton.multi_kernel': 1})\n"
+        assert len({ev._compile_cache(multi) for _ in range(3)} | {a, b}) == 5
     finally:
         ev.close()
     assert not os.path.exists(a)
