@@ -573,22 +573,20 @@ class Cuda:
         return gpu_s + left
 
     def measure_overhead(self, calls: int = 7) -> None:
-        """What the wait for the whole device costs after an empty call made the way a timed call is
-        (a head start, the flush, the events): the host wakes from the end event and waits for the
-        device in the same state. On an idle device the same wait costs a few microseconds, after a
-        call about 11 (H200): measured that way, honest calls' drains crossed the charging threshold
-        at random and an exact copy of eager gelu measured 1.13x (the head start is capped here: its
-        length does not change the wait, and a batch should not spend milliseconds on it)."""
-        ahead = self.ahead_s
-        self.ahead_s = min(ahead, 100e-6)
-        try:
-            drains = []
-            for _ in range(calls):
-                _start, end, stream = self.begin()
-                drains.append(self.end(end, stream))
-        finally:
-            self.ahead_s = ahead
-        self.drain_overhead_s = sorted(drains)[calls // 2]
+        """What the wait for the whole device costs after an empty call made exactly the way a timed
+        call is (the same head start, the flush, the events): the host wakes from the end event and
+        waits for the device in the same state. Measured on the H200, cheaper ways mis-set it: on an
+        idle device (no head start) honest calls' waits crossed the charging threshold at random and an
+        exact copy of eager gelu measured 1.13x (95% CI 1.07-1.14); with the head start capped at
+        100 µs, the waits after 16384x8192 calls (21-61 µs) put both sides' medians 10-40 µs above their
+        GPU time (redline's gelu winner 11.3x eager against 12.8x by the benchmark's timer). With the full head start (session 7),
+        the exact copy measured 0.993x and the gelu winner 10.78x against the benchmark's 10.8x. It
+        costs seven head starts per batch: at most 35 ms, for calls that take milliseconds."""
+        samples = []
+        for _ in range(calls):
+            _start, end, stream = self.begin()
+            samples.append(self.end(end, stream))
+        self.drain_overhead_s = sorted(samples)[calls // 2]
 
     def snapshot(self, value: Any) -> list[tuple[Any, Any]]:
         """Copies of the CUDA tensors in `value`, enqueued on the calling stream as soon as the call
