@@ -136,7 +136,7 @@ class Evaluator:
         Code in inductor's multi-kernel mode gets a fresh cache for every worker: compiling it again
         from a warm cache failed (torch 2.11 on the H200: BackendCompilerFailed, "'NoneType' object
         does not support the context manager protocol") in the head-to-head of softmax and rmsnorm
-        winners, while its first compile had passed; a fresh compile costs it about 4 s."""
+        winners, while its first compile had passed."""
         if self._cache is None:
             self._cache = tempfile.mkdtemp(prefix="redline-compile-")
         key = hashlib.sha256(candidate.encode()).hexdigest()[:16] if candidate is not None else "target"

@@ -574,14 +574,10 @@ class Cuda:
 
     def measure_overhead(self, calls: int = 7) -> None:
         """What the wait for the whole device costs after an empty call made exactly the way a timed
-        call is (the same head start, the flush, the events): the host wakes from the end event and
-        waits for the device in the same state. Measured on the H200, cheaper ways mis-set it: on an
-        idle device (no head start) honest calls' waits crossed the charging threshold at random and an
-        exact copy of eager gelu measured 1.13x (95% CI 1.07-1.14); with the head start capped at
-        100 µs, the waits after 16384x8192 calls (21-61 µs) put both sides' medians 10-40 µs above their
-        GPU time (redline's gelu winner 11.3x eager against 12.8x by the benchmark's timer). With the full head start (session 7),
-        the exact copy measured 0.993x and the gelu winner 10.78x against the benchmark's 10.8x. It
-        costs seven head starts per batch: at most 35 ms, for calls that take milliseconds."""
+        call is (the same head start, the flush, the events), so that the host wakes from the end
+        event and waits in the same state as after a call. Cheaper measures (an idle device, a capped
+        head start) mis-set it on the H200 and charged honest calls: see the trust model's Timing.
+        Seven head starts per batch: at most 35 ms, where calls take milliseconds."""
         samples = []
         for _ in range(calls):
             _start, end, stream = self.begin()

@@ -158,31 +158,23 @@ class Timer:
         self.spin_hz = 1_000_000 / (start.elapsed_time(end) * 1e-3)
         self.ahead_s = 50e-6
 
-    def once(self, fn: Any, args: tuple[Any, ...], calls: int = 200) -> float:
+    def once(self, fn: Any, args: tuple[Any, ...], calls: int = 200, head_start: bool = True) -> float:
+        """Median GPU time of `calls` calls. `head_start=False` is the earlier timer, for comparison:
+        each call launched on an idle device (flush, synchronize, start event), so its launch latency
+        is inside the events."""
         times = []
         for _ in range(calls):
             self.flush.zero_()
-            torch.cuda._sleep(int(self.ahead_s * self.spin_hz))
+            if head_start:
+                torch.cuda._sleep(int(self.ahead_s * self.spin_hz))
+            else:
+                torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             t0 = time.perf_counter()
             fn(*args)
-            self.ahead_s = min(1.5 * (time.perf_counter() - t0) + 20e-6, 5e-3)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1e-3)
-        return statistics.median(times)
-
-    def idle_start(self, fn: Any, args: tuple[Any, ...], calls: int = 200) -> float:
-        """The earlier timer, for comparison: each call launched on an idle device (flush, synchronize,
-        start event), so its launch latency is inside the events."""
-        times = []
-        for _ in range(calls):
-            self.flush.zero_()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*args)
+            if head_start:
+                self.ahead_s = min(1.5 * (time.perf_counter() - t0) + 20e-6, 5e-3)
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1e-3)
@@ -303,7 +295,7 @@ def main(which: str, out: Path, time_limit: int) -> int:
         # synchronisation between calls, its own L2 flush), side by side with the timer above.
         from triton.testing import do_bench
 
-        t_compile_idle = timer.idle_start(compiled, args)
+        t_compile_idle = timer.once(compiled, args, head_start=False)
         t_compile_do_bench = do_bench(lambda _f=compiled, _a=args: _f(*_a), warmup=25, rep=200, return_mode="median") * 1e-3
         doc = run_redline(f"{work / file}::{qual}", work, out, name, time_limit)
         fn = winner_fn(doc, mod, qual) if doc else None
