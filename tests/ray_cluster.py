@@ -30,7 +30,7 @@ class LocalRayCluster:
             self.proc.kill()
             self._log.seek(0)
             raise RuntimeError(f"the Ray cluster did not start: {self._log.read()[-3000:].decode(errors='replace')}")
-        self.address = line.split()[1]
+        self.address, *self.worker_nodes = line.split()[1:]  # the worker nodes' ids, in `remove` order
 
     def remove_node(self, index: int) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -68,18 +68,31 @@ class LocalRayCluster:
         self.close()
 
 
-def task_processes(name: str) -> list[int]:
-    """PIDs of Ray worker processes now running a task of `name` (Ray titles them `ray::NAME`)."""
-    pids = []
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process now alive."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if cmd.startswith(f"ray::{name}"):
-            pids.append(int(entry.name))
+        out[int(entry.name)] = (ppid, cmd)
+    return out
+
+
+def task_processes(name: str, node: str | None = None) -> list[int]:
+    """PIDs of Ray worker processes now running a task of `name` (Ray titles them `ray::NAME`),
+    on the node with id `node` when given (a worker is a child of its node's raylet)."""
+    procs = _processes()
+    pids = []
+    for pid, (ppid, cmd) in procs.items():
+        if not cmd.startswith(f"ray::{name}"):
+            continue
+        if node is None or f"--node_id={node}" in procs.get(ppid, (0, ""))[1]:
+            pids.append(pid)
     return pids
 
 
@@ -109,7 +122,7 @@ def _serve(nodes: int, cpus: int) -> None:
                       head_node_args={"num_cpus": cpus, "include_dashboard": True, "dashboard_port": dashboard_port})
     workers = [cluster.add_node(num_cpus=cpus) for _ in range(nodes - 1)]
     cluster.wait_for_nodes()
-    print("address", cluster.address, flush=True)
+    print("address", cluster.address, *(w.node_id for w in workers), flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if cmd[:1] == ["remove"]:
