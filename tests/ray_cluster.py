@@ -68,32 +68,26 @@ class LocalRayCluster:
         self.close()
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process now alive."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        out[int(entry.name)] = (ppid, cmd)
-    return out
+def _cmdline(pid: int | str) -> str:
+    """A process's command line ('' once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def task_processes(name: str, node: str | None = None) -> list[int]:
     """PIDs of Ray worker processes now running a task of `name` (Ray titles them `ray::NAME`),
     on the node with id `node` when given (a worker is a child of its node's raylet)."""
-    procs = _processes()
-    pids = []
-    for pid, (ppid, cmd) in procs.items():
-        if not cmd.startswith(f"ray::{name}"):
-            continue
-        if node is None or f"--node_id={node}" in procs.get(ppid, (0, ""))[1]:
-            pids.append(pid)
-    return pids
+    pids = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and _cmdline(e.name).startswith(f"ray::{name}")]
+    return [p for p in pids if node is None or f"--node_id={node}" in _cmdline(_parent(p))]
 
 
 def sandboxed_processes() -> list[int]:

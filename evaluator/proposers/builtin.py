@@ -87,6 +87,10 @@ def sigmoid_tanh_source(function_source: str) -> str | None:
 _REDUCTION = re.compile(r"\.(sum|mean|amax|amin|max|min|var|std|norm|logsumexp|softmax|log_softmax|prod)\("
                         r"|\b(softmax|log_softmax|layer_norm|rms_norm|group_norm|batch_norm|normalize)\(")
 
+# Inductor options of the CUDA variants (tests/perf/bench_gpu_variants.py compiles these same ones).
+TUNED: dict[str, object] = {"max_autotune": True, "triton.cudagraphs": False}
+MULTI_KERNEL: dict[str, object] = {**TUNED, "triton.multi_kernel": 1}
+
 
 class TorchCompileProposer(Proposer):
     """`torch.compile` of a torch function: default, autotuned, and on CUDA variants that are slower
@@ -107,20 +111,19 @@ class TorchCompileProposer(Proposer):
             return []
         variants: list[tuple[str | None, dict[str, object] | None, str, str | None]] = [
             ("default", None, "torch.compile(default)", None)]
-        tuned: dict[str, object] = {"max_autotune": True, "triton.cudagraphs": False}
         if ctx.device == "cuda":
             fast = sigmoid_tanh_source(ctx.target.function_source)
             if fast is not None:
                 variants.append((None, {"coordinate_descent_tuning": True},
                                  "torch.compile(coordinate descent), tanh through sigmoid", fast))
             if _REDUCTION.search(ctx.target.function_source):
-                variants.append((None, {**tuned, "triton.multi_kernel": 1},
+                variants.append((None, MULTI_KERNEL,
                                  "torch.compile(max-autotune-no-cudagraphs, multi-kernel reductions)", None))
             if fast is not None:
                 variants.append(("default", None, "torch.compile(default), tanh through sigmoid", fast))
         variants.append(("max-autotune-no-cudagraphs", None, "torch.compile(max-autotune-no-cudagraphs)", None))
         if ctx.device == "cuda":
-            variants.append((None, {**tuned, "coordinate_descent_tuning": True},
+            variants.append((None, {**TUNED, "coordinate_descent_tuning": True},
                              "torch.compile(max-autotune-no-cudagraphs, coordinate descent)", None))
         out = []
         for mode, options, approach, source in variants:

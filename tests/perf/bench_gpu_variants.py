@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
 from bench_gpu import INPUTS, WORKLOAD_OPS, Timer, copy_bandwidth, nbytes
-from redline.evaluator.proposers.builtin import sigmoid_tanh_source
+from redline.evaluator.proposers.builtin import MULTI_KERNEL, TUNED, sigmoid_tanh_source
 
 WARM = '''
 import json, sys, torch
@@ -46,7 +46,7 @@ print("ok", tuple(out.shape))
 
 # Plain torch.compile (session 8: both processes passed) and the multi-kernel variant whose second
 # compile raised in redline's head-to-head (not yet run here).
-WARM_MODES = {"default": {}, "multi-kernel": {"max_autotune": True, "triton.cudagraphs": False, "triton.multi_kernel": 1}}
+WARM_MODES = {"default": {}, "multi-kernel": MULTI_KERNEL}
 
 
 def warm_cache(out: Path) -> None:
@@ -67,7 +67,6 @@ def warm_cache(out: Path) -> None:
 
 def variants(name: str, ns: dict[str, Any]) -> list[tuple[str, Any]]:
     fn = ns[name]
-    tuned = {"max_autotune": True, "triton.cudagraphs": False}
     out: list[tuple[str, Any]] = [("default", lambda: torch.compile(fn, dynamic=False))]
     if name == "gelu_bias":
         # The rewrite exactly as the built-in proposer makes it, defined under its own name.
@@ -82,10 +81,10 @@ def variants(name: str, ns: dict[str, Any]) -> list[tuple[str, Any]]:
                 ("sigmoid+coordinate descent", lambda: torch.compile(sig, dynamic=False, options={
                     "coordinate_descent_tuning": True})),
                 ("sigmoid+max-autotune+coordinate descent", lambda: torch.compile(sig, dynamic=False, options={
-                    **tuned, "coordinate_descent_tuning": True})),
-                ("sigmoid+max-autotune", lambda: torch.compile(sig, dynamic=False, options=tuned))]
+                    **TUNED, "coordinate_descent_tuning": True})),
+                ("sigmoid+max-autotune", lambda: torch.compile(sig, dynamic=False, options=TUNED))]
     else:
-        out += [("multi-kernel 1", lambda: torch.compile(fn, dynamic=False, options={**tuned, "triton.multi_kernel": 1})),
+        out += [("multi-kernel 1", lambda: torch.compile(fn, dynamic=False, options=MULTI_KERNEL)),
                 ("persistent (multi-kernel 2)", lambda: torch.compile(fn, dynamic=False, options={
                     "triton.multi_kernel": 2})),
                 ("persistent+coordinate descent", lambda: torch.compile(fn, dynamic=False, options={
