@@ -1,7 +1,6 @@
 """Shared test helpers: paths, the real CLI, real py-spy recordings."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -9,9 +8,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
-FIXTURES = REPO.parent / "shared" / "fixtures"
-if not FIXTURES.exists():
-    FIXTURES = Path(os.environ.get("REDLINE_FIXTURES", REPO / "shared" / "fixtures"))
+FIXTURES = TESTS / "fixtures"
 GPU = FIXTURES / "gpu"
 WORKLOAD = GPU / "workload"
 

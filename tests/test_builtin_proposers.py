@@ -18,7 +18,6 @@ def target_of(path, qual: str, inputs: str | None = None) -> Target:
     return load_target(f"{path}::{qual}", inputs)
 
 
-@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
 def test_triton_config_search_varies_the_launch_wrappers_knobs(tmp_path) -> None:
     (tmp_path / "inputs.py").write_text("def make_inputs(seed):\n    return ()\n")
     inputs = f"{tmp_path / 'inputs.py'}::make_inputs"
@@ -32,7 +31,6 @@ def test_triton_config_search_varies_the_launch_wrappers_knobs(tmp_path) -> None
     assert TritonConfigProposer().propose(Context(target=t, round=2)) == []
 
 
-@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
 def test_torch_compile_variants(tmp_path) -> None:
     pytest.importorskip("torch")
     (tmp_path / "inputs.py").write_text("def make_inputs(seed):\n    return ()\n")

@@ -1,4 +1,4 @@
-"""The recorded H200 traces in ../shared/fixtures, read through each reader.
+"""The recorded H200 traces in tests/fixtures, read through each reader.
 
 Expected figures are computed in the test straight from the files (json / sqlite / csv), not
 copied from redline's own output.
@@ -13,8 +13,6 @@ import sqlite3
 import pytest
 from helpers import GPU, WORKLOAD, redline
 from redline.profilers import Hotspot, read, report
-
-pytestmark = pytest.mark.skipif(not GPU.exists(), reason="shared fixtures not present")
 
 
 def by_name(spots: list[Hotspot], function: str, kind: str = "gpu") -> Hotspot:

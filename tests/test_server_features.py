@@ -12,7 +12,6 @@ from redline.server.settings import ServerSettings
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-@pytest.mark.skipif(not GPU.exists(), reason="shared fixtures not present")
 def test_gpu_hover_lists_kernels_with_nsight_metrics() -> None:
     spots = report([GPU / "torch_trace_kernels.json", GPU / "ncu_kernels_details.csv"], WORKLOAD).hotspots
     text = (WORKLOAD / "model" / "kernels.py").read_text()

@@ -100,7 +100,6 @@ def test_torch_compile_winner_is_timed_head_to_head_on_cpu(tmp_path: Path) -> No
     assert winner["speedup_vs_stronger"] == min(winner["speedup"], winner["vs_compile_speedup"])
 
 
-@pytest.mark.skipif(not (WORKLOAD / "model" / "kernels.py").exists(), reason="shared fixtures not present")
 def test_triton_configuration_search_in_the_interpreter(tmp_path: Path) -> None:
     kernels = tmp_path / "kernels.py"
     shutil.copy(WORKLOAD / "model" / "kernels.py", kernels)

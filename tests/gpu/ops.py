@@ -1,4 +1,4 @@
-"""GPU target for the device tests: the eager tanh-GELU with bias of the shared fixtures' workload."""
+"""GPU target for the device tests: the eager tanh-GELU with bias of the recorded workload (tests/fixtures/gpu/workload)."""
 
 import torch
 

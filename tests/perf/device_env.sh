@@ -3,5 +3,5 @@
 # dependencies the image lacks) into /tmp/site.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || return 1
 mkdir -p /tmp/pkg && ln -sfn "$PWD" /tmp/pkg/redline
-export PYTHONPATH=/tmp/pkg:/tmp/site PYTHONUNBUFFERED=1 REDLINE_FIXTURES="$PWD/.fixtures"
+export PYTHONPATH=/tmp/pkg:/tmp/site PYTHONUNBUFFERED=1
 export REDLINE_GPU_OUT="${OUT:-/tmp}"
