@@ -64,6 +64,14 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--resume", metavar="RUN_ID", help="continue an earlier run (its log under .redline/runs/)")
     op.add_argument("--profile", dest="profile_trace", type=Path, help="trace whose hotspot data goes into prompts")
 
+    ca = sub.add_parser("capture", help="run a command and keep real calls of hot functions as their inputs")
+    ca.add_argument("--target", action="append", default=[], metavar="FILE::QUALNAME",
+                    help="a function to capture (repeatable; default: the hottest of the latest trace)")
+    ca.add_argument("--top", type=int, default=3, help="without --target: how many hot functions (default 3)")
+    ca.add_argument("--calls", type=int, default=64, help="calls kept per function (default 64)")
+    ca.add_argument("--max-mb", type=float, default=256.0, help="most MiB kept per function (default 256)")
+    ca.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (default: the last profiled command)")
+
     sv = sub.add_parser("serve", help="the language server on stdio")
     sv.add_argument("--stdio", action="store_true", help="use stdio (the only transport; accepted because LSP clients pass it)")
     mc = sub.add_parser("mcp", help="MCP server on stdio: hotspots and verified optimisation as tools for agents")
@@ -80,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = {"profile": _profile, "hotspots": _hotspots, "optimise": _optimise, "optimize": _optimise,
-               "serve": _serve, "mcp": _mcp, "demo": _demo}[args.command]
+               "capture": _capture, "serve": _serve, "mcp": _mcp, "demo": _demo}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -104,11 +112,63 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"redline profile: {exc}", file=sys.stderr)
         return EXIT_INFRA
     print(f"trace written to {out}")
+    _remember_profile(cmd, out)
     try:
         _print_table([out], Path.cwd(), args.top)
     except ParseError as exc:
         print(f"redline profile: {exc}", file=sys.stderr)
     return rc
+
+
+def _remember_profile(cmd: list[str], trace: Path) -> None:
+    """Keep what was profiled, for `redline capture` to run again."""
+    import datetime
+
+    from .evaluator.inputs.store import LastProfile, write_last_profile
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    write_last_profile(Path.cwd(), LastProfile(command=cmd, cwd=str(Path.cwd()), trace=str(trace.resolve()),
+                                               recorded_at=now))
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from .evaluator.inputs.capture import CaptureError, capture_target, hot_targets, run_capture
+    from .evaluator.inputs.store import StoreError, read_last_profile
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    root = Path.cwd()
+    try:
+        cwd = root
+        if not cmd:
+            last = read_last_profile(root)
+            if last is None:
+                raise CaptureError("give the command after --, e.g. redline capture -- python app.py "
+                                   "(no `redline profile` run here to take it from)")
+            cmd, cwd = last.command, Path(last.cwd)
+        if args.target:
+            targets = [capture_target(t) for t in args.target]
+        else:
+            trace, targets = hot_targets(root, args.top)
+            print(f"capturing the {len(targets)} hottest functions of {trace.name}: "
+                  + ", ".join(t.spec for t in targets), file=sys.stderr)
+        result = run_capture(targets, cmd, cwd, args.calls, args.max_mb)
+    except (CaptureError, StoreError) as exc:
+        print(f"redline capture: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for target, m, folder in result.manifests:
+        print(f"{target.spec}: kept {m.calls_kept} of {m.calls_seen} calls ({len(m.signatures)} signatures) in "
+              f"{folder}")
+        for why, n in {**m.unrecordable, **m.dropped}.items():
+            print(f"  {n} calls not kept: {why}")
+    if result.exit_code != 0:
+        print(f"redline capture: the command exited with {result.exit_code}; what it called was kept",
+              file=sys.stderr)
+        return result.exit_code
+    if not any(m.calls_kept for _, m, _ in result.manifests):
+        print("redline capture: the command never called " + ", ".join(t.spec for t, _, _ in result.manifests)
+              + " in a way that could be kept", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def _hotspots(args: argparse.Namespace) -> int:

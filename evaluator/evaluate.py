@@ -24,11 +24,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from .compare import Mismatch, compare, has_half
+from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile, Status
-from .protocol import Encoded, ErrorInfo, Reply
+from .protocol import Encoded, ErrorInfo, Reply, Reproduced
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
-from .stats import median, median_ci, speedup_ci
+from .stats import median, median_ci, speedup_ci, total_ratio_ci
 from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
 
 _rng = random.SystemRandom()
@@ -48,11 +49,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.machine() or "unknown CPU"
-
-
-def fresh_seeds(n: int) -> list[int]:
-    """Seeds the candidate cannot predict."""
-    return [_rng.randrange(1, 2**31 - 1) for _ in range(n)]
 
 
 class Rejected(Exception):
@@ -87,6 +83,7 @@ class Evaluator:
         self.baseline_times: list[float] = []  # every baseline call timed by this evaluator
         self.inputs: list[str] = []
         self.hardware = ""
+        self.plan = InputPlan(target.inputs)
         self._active: list[Worker] = []
         self._trusted = False
         self._cancelled = threading.Event()
@@ -104,15 +101,61 @@ class Evaluator:
         probe = self.backend.start({**self._spec(None, trusted=True), "describe": True}, self.python,
                                    self.settings.limits)
         try:
-            load = _validated(probe.read_reply(self.settings.limits.wall_s), "the reference")
-        except (WorkerDied, WorkerTimeout, Rejected) as exc:
-            tail = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:]
-            raise TargetError(f"the target cannot be loaded in the sandbox: {exc}" + (f" ({tail[0]})" if tail else ""))
+            try:
+                load = _validated(probe.read_reply(self.settings.limits.wall_s), "the reference")
+            except (WorkerDied, WorkerTimeout, Rejected) as exc:
+                tail = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:]
+                raise TargetError(f"the target cannot be loaded in the sandbox: {exc}"
+                                  + (f" ({tail[0]})" if tail else ""))
+            if not load.ok:
+                raise TargetError(f"the target cannot be loaded: {_error_line(load.error)}")
+            self.inputs, self.hardware = load.inputs, load.hardware
+            if self.plan.captured:
+                self._reproduce(probe)
         finally:
             probe.close()
-        if not load.ok:
-            raise TargetError(f"the target cannot be loaded: {_error_line(load.error)}")
-        self.inputs, self.hardware = load.inputs, load.hardware
+
+    def _reproduce(self, probe: Worker) -> None:
+        """Keep the captured calls whose recorded outcome the reference reproduces in the sandbox; the
+        others (hidden state, randomness, time, a changed file) are excluded and counted."""
+        try:
+            reply = self._ask(probe, {"op": "reproduce", "seeds": self.plan.keys}, "the reference")
+        except Rejected as rej:
+            raise TargetError(f"the target cannot be run on its captured calls: {rej.reason}")
+        kept: list[int] = []
+        excluded: dict[str, int] = {}
+        for entry in reply.reproduced:
+            why = self._not_reproduced(entry)
+            if why:
+                excluded[why] = excluded.get(why, 0) + 1
+            else:
+                kept.append(entry.index)
+        if not kept:
+            reasons = "; ".join(f"{n} {why}" for why, n in excluded.items())
+            raise TargetError(f"the target reproduces none of its {len(reply.reproduced)} captured calls "
+                              f"({reasons}): capture again, or define make_inputs(seed)")
+        try:
+            self.plan.reproduced(kept, excluded)
+        except ValueError as exc:
+            raise TargetError(str(exc))
+
+    def _not_reproduced(self, entry: Reproduced) -> str:
+        """Why the reference's outcome on a captured call differs from the recorded one ('' if it does not)."""
+        if entry.raises:
+            if entry.error is None:
+                return f"returns where the recorded call raised {entry.raises}"
+            return "" if entry.error.type == entry.raises else \
+                f"raises {entry.error.type} where the recorded call raised {entry.raises}"
+        if entry.error is not None:
+            return f"raises {entry.error.type} where the recorded call returned"
+        if entry.recorded is None:
+            return "" if entry.recorded_type in ("", entry.actual_type) else \
+                f"returns {entry.actual_type} where the recorded call returned {entry.recorded_type}"
+        try:
+            self._same(entry.recorded, entry.actual, "result", "")
+        except Rejected:
+            return "returns another result than the recorded call (hidden state, randomness or time)"
+        return ""
 
     @property
     def isolation(self) -> str:
@@ -120,9 +163,13 @@ class Evaluator:
 
     def _spec(self, candidate: str | None, trusted: bool) -> dict[str, Any]:
         t = self.target
-        return {"file": str(t.file), "qualname": t.qualname, "module": t.module_name,
-                "sys_path": [str(t.project_root), str(t.file.parent)], "inputs_file": str(t.inputs_file),
-                "inputs_func": t.inputs_func, "kernelbench": t.kernelbench, "device": self.settings.device,
+        module, sys_path = t.module_name, [str(t.project_root), str(t.file.parent)]
+        manifest = t.inputs.manifest
+        if manifest is not None and manifest.module != "__main__":
+            # The module under the name the captured program knew it by: its pickled objects refer to it.
+            module, sys_path = manifest.module, [manifest.import_root, *sys_path]
+        return {"file": str(t.file), "qualname": t.qualname, "module": module, "sys_path": sys_path,
+                "inputs": self.plan.worker_spec(), "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
                 **({"compile_cache": self._compile_cache(candidate)} if trusted else {})}
@@ -268,14 +315,34 @@ class Evaluator:
             if not ref_load.ok:
                 return CandidateResult(status="infra_error", reason="the reference stopped loading: "
                                        + _error_line(ref_load.error), **base)
+            try:
+                first = self._first_seen(worker, reference) if self.plan.captured else None
+            except Rejected as rej:
+                if rej.status == "crashed":  # the gate says precisely where the candidate goes wrong
+                    self._gate(worker, reference)
+                raise
             self._gate(worker, reference)
-            return self._time(worker, reference, base, ref_load.gpu)
+            return self._time(worker, reference, base, ref_load.gpu, first)
         except Rejected as rej:
             return CandidateResult(status=rej.status, reason=rej.reason, error_tail=rej.tail[-3000:], **base)
 
+    def _first_seen(self, cand: Worker, reference: Worker) -> tuple[list[float], list[float], list[float]]:
+        """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
+        seen them all (before the gate), each side is warmed up on half of the calls and then timed
+        once on each call of the other half, which neither process has seen: (reference, candidate)
+        times of those first-seen calls and their weights in the mix, set against the repeated calls'
+        speedup in _time."""
+        warm, fresh = self.plan.first_seen_split()
+        for who, worker in (("candidate", cand), ("reference", reference)):
+            if warm:
+                self._batch(worker, warm, [], f"the {who}")
+        got, _, _ = self._batch(cand, fresh, [], "the candidate")
+        ref, _, _ = self._batch(reference, fresh, [], "the reference")
+        return ref.times, got.times, [self.plan.weight(k) for k in fresh]
+
     # ------------------------------------------------------------------ gate
     def _gate(self, worker: Worker, reference: Worker) -> None:
-        seeds = fresh_seeds(self.settings.check_seeds)
+        seeds = self.plan.check_keys(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
         got = self._ask(worker, {"op": "check", "seeds": seeds, "repeat": 2, "sample_seed": sample}, "the candidate")
@@ -284,6 +351,7 @@ class Evaluator:
         if len(ref.results) != len(seeds) or len(got.results) != len(seeds) or \
                 any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
             raise Rejected("crashed", "the candidate's check reply does not match the request")
+        what = "a captured call" if self.plan.captured else "a fresh input"
         for r, g in zip(ref.results, got.results, strict=True):
             rr, g1, g2 = r.runs[0], g.runs[0], g.runs[1]
             for run in (g1, g2):
@@ -296,13 +364,14 @@ class Evaluator:
                                    "reading it in stream order sees unfinished values)")
             if rr.error is not None:
                 if g1.error is None or g1.error.type != rr.error.type:
-                    raise Rejected("incorrect", f"the reference raises {_error_line(rr.error)} for seed {r.seed}, "
+                    raise Rejected("incorrect", f"the reference raises {_error_line(rr.error)} for "
+                                   f"{'captured call' if self.plan.captured else 'seed'} {r.seed}, "
                                    f"the candidate {'returns' if g1.error is None else 'raises ' + g1.error.type}",
                                    rr.error.tb)
                 continue
             if g1.error is not None:
                 raise Rejected("crashed", f"raised {_error_line(g1.error)}", g1.error.tb)
-            self._same(rr.output, g1.output, "output", "wrong result for a fresh input: ", oracle=r.oracle)
+            self._same(rr.output, g1.output, "output", f"wrong result for {what}: ", oracle=r.oracle)
             if g2.error is not None:
                 raise Rejected("incorrect", f"nondeterministic: a second call on the same input raised "
                                f"{_error_line(g2.error)}")
@@ -361,7 +430,8 @@ class Evaluator:
         return per_call[0], per_call[1]
 
     def _time(self, cand: Worker, reference: Worker, base: dict[str, Any],
-              gpu_info: dict[str, Any] | None = None) -> CandidateResult:
+              gpu_info: dict[str, Any] | None = None,
+              first: tuple[list[float], list[float], list[float]] | None = None) -> CandidateResult:
         s = self.settings
         # Warm-up (JIT compilation, caches) on both sides until per-call times settle.
         est = {}
@@ -370,7 +440,7 @@ class Evaluator:
         for who, worker in (("reference", reference), ("candidate", cand)):
             prev = None
             for _ in range(6):
-                reply, _, _ = self._batch(worker, fresh_seeds(3), [], f"the {who}", ahead_s=ahead)
+                reply, _, _ = self._batch(worker, self.plan.timing_keys(3), [], f"the {who}", ahead_s=ahead)
                 per_call_bytes = max(per_call_bytes, reply.bytes_moved)
                 m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
@@ -395,8 +465,11 @@ class Evaluator:
         ref_state: dict[str, Any] = {}
         start = time.perf_counter()
         last_cand_cpu_end: float | None = None
+        # A captured mix is judged by its total time, as the recorded run would see it; fresh seeds of one
+        # shape by the median call.
+        center = sum if self.plan.captured else median
         while True:
-            seeds = fresh_seeds(n)
+            seeds = self.plan.timing_keys(n)
             sample = fresh_seeds(1)[0]
             keep = sorted(_rng.sample(range(n), min(n, 2)))
             order = [("candidate", cand), ("reference", reference)]
@@ -450,10 +523,10 @@ class Evaluator:
                 if elapsed >= s.time_budget_s or len(base_rounds) >= 400:
                     break
                 # Stop early once the interval settles the verdict either way.
-                _, (lo, hi) = speedup_ci(base_rounds, cand_rounds, resamples=300)
+                _, (lo, hi) = speedup_ci(base_rounds, cand_rounds, resamples=300, center=center)
                 if hi < 1 + s.threshold or lo > 1 + s.threshold:
                     break
-        speedup, ci = speedup_ci(base_rounds, cand_rounds)
+        speedup, ci = speedup_ci(base_rounds, cand_rounds, center=center)
         cand_times = [t for r in cand_rounds for t in r]
         base_times = [t for r in base_rounds for t in r]
         self.baseline_times.extend(base_times)
@@ -468,7 +541,7 @@ class Evaluator:
         if energy["candidate"] or energy["reference"]:
             fields["energy_j"] = sum(energy["candidate"]) + sum(energy["reference"])
         if gpu_state is not None and (energy["candidate"] or energy["reference"]):
-            joules = self._energy(cand, reference, fresh_seeds(min(n, 4)))
+            joules = self._energy(cand, reference, self.plan.timing_keys(min(n, 4)))
             if joules is not None:
                 fields["energy_j_per_call"], fields["baseline_energy_j_per_call"] = joules
         ceiling = (gpu_info or {}).get("copy_bandwidth_Bps")
@@ -478,11 +551,24 @@ class Evaluator:
                 raise Rejected("rejected_exploit", f"moves at least {bytes_moved / 1e6:.1f} MB per call, which at "
                                f"{fields['median_s'] * 1e6:.1f} µs is {implied / 1e12:.2f} TB/s: beyond the measured "
                                f"copy bandwidth of {ceiling / 1e12:.2f} TB/s, so work is being skipped")
+        lower = ""
+        if first is not None:
+            seen, seen_ci = speedup, ci
+            speedup, ci = total_ratio_ci(*first)
+            fields["first_seen_speedup"] = speedup
+            if ci[1] * 1.5 < seen_ci[0]:
+                raise Rejected("rejected_exploit", f"{seen:.2f}x on captured calls it had run before but {speedup:.2f}x "
+                               f"(95% CI {ci[0]:.2f}-{ci[1]:.2f}) on calls it had not: it remembers results by "
+                               "their arguments (captured inputs repeat)")
+            if seen < speedup:
+                speedup, ci = seen, seen_ci
+            fields.update(speedup=speedup, speedup_ci95=ci)
+            lower = f"; the lower of {seen:.2f}x on repeated and {fields['first_seen_speedup']:.2f}x on first-seen calls"
         if speedup >= 1 + s.threshold and ci[0] > 1:
-            return CandidateResult(status="ok", reason=f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f})",
+            return CandidateResult(status="ok", reason=f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}{lower})",
                                    **fields, **base)
-        return CandidateResult(status="not_faster", reason=f"{speedup:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}) does not "
-                               f"clear the {s.threshold:.0%} threshold with its interval above 1", **fields, **base)
+        return CandidateResult(status="not_faster", reason=f"{speedup:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}{lower}) does "
+                               f"not clear the {s.threshold:.0%} threshold with its interval above 1", **fields, **base)
 
 
 def _died_hint(rc: int | None) -> str:

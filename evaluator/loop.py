@@ -233,6 +233,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
         device=settings.device, isolation=pool.isolation, baseline=_interval(pool.baseline_times),
         candidates=sorted(archive.results, key=_id_order), winner=winner, regression=regression, run_id=run_id,
         notes=notes + pool.notes + archive.hardware_notes(), backend=pool.name, hardware=archive.hardware or "",
+        inputs=pool.inputs_info,
         cost=Cost(wall_s=time.monotonic() - started, candidates=n, tokens=tokens,
                   accepted_rate=(sum(r.status == "ok" for r in archive.results) / n) if n else 0.0,
                   device_s=sum(r.eval_s or 0.0 for r in archive.results),

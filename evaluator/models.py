@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .inputs.plan import InputsInfo
+
 Status = Literal["ok", "not_faster", "build_error", "incorrect", "timeout", "crashed", "rejected_exploit",
                  "infra_error"]
 
@@ -83,6 +85,7 @@ class CandidateResult(_Model):
     ci95_s: tuple[float, float] | None = None
     speedup: float | None = None
     speedup_ci95: tuple[float, float] | None = None
+    first_seen_speedup: float | None = None  # captured inputs: on calls the candidate had not run before
     baseline_median_s: float | None = None
     code: str = ""
     error_tail: str = ""
@@ -152,3 +155,4 @@ class Report(_Model):
     notes: list[str] = []
     backend: str = "local"
     hardware: str = ""  # the hardware the winner and baseline were measured on
+    inputs: InputsInfo | None = None  # where the inputs came from

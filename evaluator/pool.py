@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .evaluate import Evaluator
+from .inputs.plan import InputsInfo
 from .models import CandidateResult, EvalSettings, Regression
 from .regression import run_regression
 from .target import Target
@@ -48,6 +49,7 @@ class EvaluationPool(ABC):
     hardware: str  # what the evaluations run on, for prompts
     baseline_times: list[float]  # every baseline call timed, on the run's reference hardware
     notes: list[str]  # what the report should say about how the pool ran (retries, lost workers)
+    inputs_info: InputsInfo  # where the inputs came from, for the report
 
     @abstractmethod
     def submit(self, job: Job) -> None:
@@ -93,6 +95,10 @@ class LocalPool(EvaluationPool):
     @property
     def baseline_times(self) -> list[float]:  # type: ignore[override]
         return self.evaluator.baseline_times
+
+    @property
+    def inputs_info(self) -> InputsInfo:  # type: ignore[override]
+        return self.evaluator.plan.info()
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:

@@ -37,6 +37,18 @@ class SeedResult(_Msg):
     oracle: Encoded | None = None  # the reference computed in float32 (half-precision outputs only)
 
 
+class Reproduced(_Msg):
+    """The reference on one captured call, next to what the capture recorded."""
+
+    index: int
+    error: ErrorInfo | None = None
+    raises: str | None = None  # the exception type the recorded call raised
+    recorded: Encoded | None = None  # the recorded return value, where it could be pickled
+    recorded_type: str = ""  # its type, where it could not
+    actual: Encoded | None = None
+    actual_type: str = ""
+
+
 class Reply(_Msg):
     """A worker's reply to `load`, `check` or `time`."""
 
@@ -58,6 +70,8 @@ class Reply(_Msg):
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0
+    # reproduce (captured calls)
+    reproduced: list[Reproduced] = []
     # oracle
     oracles: list[Encoded | None] = []
     # CUDA only

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .evaluate import Evaluator
+from .inputs.plan import InputPlan
 from .models import CandidateResult, EvalSettings, Regression
 from .pool import ClusterError, EvaluationPool, Job, PoolFactory
 from .regression import run_regression
@@ -42,7 +43,10 @@ def _on_worker(target: Target) -> Target:
     def moved(p: Path) -> Path:
         return root / p.relative_to(target.project_root)
 
-    here = dataclasses.replace(target, file=moved(target.file), inputs_file=moved(target.inputs_file),
+    inputs = target.inputs
+    if inputs.file is not None:
+        inputs = dataclasses.replace(inputs, file=moved(inputs.file))
+    here = dataclasses.replace(target, file=moved(target.file), inputs=inputs,
                                project_root=root)
     if hashlib.sha256(here.file.read_bytes()).hexdigest() != target.digest:
         raise TargetError(f"{target.file.name} on the worker differs from the one the run began with")
@@ -104,9 +108,13 @@ class RayPool(EvaluationPool):
         self.ray = ray
         self.target = target
         self.settings = settings
-        if not target.inputs_file.is_relative_to(target.project_root):
-            raise TargetError(f"{target.inputs_file}: with --backend ray the inputs file must be inside the project "
+        if target.inputs.file is not None and not target.inputs.file.is_relative_to(target.project_root):
+            raise TargetError(f"{target.inputs.file}: with --backend ray the inputs file must be inside the project "
                               f"({target.project_root}), which is what the workers receive")
+        if target.inputs.kind == "captured":
+            raise TargetError("captured inputs are evaluated on this machine only: use --backend local, or define "
+                              "make_inputs(seed) for a Ray run")
+        self.inputs_info = InputPlan(target.inputs).info()
         address = address or os.environ.get("RAY_ADDRESS") or None
         if address and address != "auto":
             _reachable(address)

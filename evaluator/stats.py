@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def median(xs: Sequence[float]) -> float:
@@ -36,21 +36,42 @@ def median_ci(xs: Sequence[float], resamples: int = 1000, seed: int = 0) -> tupl
 
 
 def speedup_ci(base_rounds: Sequence[Sequence[float]], cand_rounds: Sequence[Sequence[float]],
-               resamples: int = 2000, seed: int = 0) -> tuple[float, tuple[float, float]]:
+               resamples: int = 2000, seed: int = 0,
+               center: Callable[[Sequence[float]], float] = median) -> tuple[float, tuple[float, float]]:
     """Speedup and its 95% interval from interleaved rounds.
 
     Each round pairs a baseline batch with a candidate batch run next to it in time; its ratio of
-    medians cancels drift that spans rounds. The speedup is the median of the round ratios, and
-    the interval a bootstrap over rounds of that median.
+    `center`s (medians; sums for a mix of different calls, where the total is what counts) cancels
+    drift that spans rounds. The speedup is the median of the round ratios, and the interval a
+    bootstrap over rounds of that median.
     """
     if len(base_rounds) != len(cand_rounds) or not base_rounds:
         raise ValueError("need the same, non-zero number of baseline and candidate rounds")
-    ratios = [median(b) / median(c) for b, c in zip(base_rounds, cand_rounds, strict=True)]
+    ratios = [center(b) / center(c) for b, c in zip(base_rounds, cand_rounds, strict=True)]
     point = median(ratios)
     rng = random.Random(seed)
     k = len(ratios)
     meds = [median([ratios[rng.randrange(k)] for _ in range(k)]) for _ in range(resamples)]
     return point, (quantile(meds, 0.025), quantile(meds, 0.975))
+
+
+def total_ratio_ci(base: Sequence[float], cand: Sequence[float], weights: Sequence[float] | None = None,
+                   resamples: int = 2000, seed: int = 0) -> tuple[float, tuple[float, float]]:
+    """Ratio of the weighted total times of paired calls (the same input on both sides) and its 95%
+    interval, a bootstrap over the pairs."""
+    if len(base) != len(cand) or not base:
+        raise ValueError("need the same, non-zero number of paired times")
+    w = list(weights) if weights is not None else [1.0] * len(base)
+    if len(w) != len(base):
+        raise ValueError("need one weight per pair")
+
+    def ratio(idx: Sequence[int]) -> float:
+        return sum(w[i] * base[i] for i in idx) / max(sum(w[i] * cand[i] for i in idx), 1e-300)
+
+    rng = random.Random(seed)
+    n = len(base)
+    ratios = [ratio([rng.randrange(n) for _ in range(n)]) for _ in range(resamples)]
+    return ratio(range(n)), (quantile(ratios, 0.025), quantile(ratios, 0.975))
 
 
 def geomean(xs: Sequence[float]) -> float:

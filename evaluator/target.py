@@ -11,6 +11,9 @@ from pathlib import Path
 
 from redline.profilers.source import FunctionDef, parse_functions
 
+from .inputs import InputSource
+from .inputs.store import StoreError, capture_hint, read_manifest, store_dir
+
 
 class TargetError(Exception):
     """The target or its inputs cannot be used (CLI exit 2)."""
@@ -23,9 +26,7 @@ class Target:
     fn: FunctionDef
     source: str  # the whole file, as read when the run began
     project_root: Path
-    inputs_file: Path
-    inputs_func: str
-    kernelbench: bool
+    inputs: InputSource
 
     @property
     def function_source(self) -> str:
@@ -38,15 +39,30 @@ class Target:
 
     @property
     def module_name(self) -> str:
-        try:
-            rel = self.file.relative_to(self.project_root).with_suffix("")
-            return ".".join(rel.parts)
-        except ValueError:
-            return self.file.stem
+        return module_name_of(self.file, self.project_root)
+
+    @property
+    def kernelbench(self) -> bool:
+        return self.inputs.kind == "kernelbench"
+
+    @property
+    def spec(self) -> str:
+        """FILE::QUALNAME with FILE relative to the project root."""
+        return f"{self.file.relative_to(self.project_root).as_posix()}::{self.qualname}"
 
     @property
     def name(self) -> str:
         return self.qualname.rsplit(".", 1)[-1]
+
+
+def module_name_of(file: Path, root: Path) -> str:
+    """The dotted module name of `file` within the project `root` (its stem outside it)."""
+    try:
+        rel = file.relative_to(root).with_suffix("")
+    except ValueError:
+        return file.stem
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts) or file.stem
 
 
 def project_root(file: Path) -> Path:
@@ -78,8 +94,10 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
     if fn is None:
         known = ", ".join(f.qualname for f in fns[:12])
         raise TargetError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
-    kernelbench = _defines(source, "get_inputs") and qual.split(".")[0] == "Model"
-    if inputs:
+    root = project_root(file)
+    if _defines(source, "get_inputs") and qual.split(".")[0] == "Model":
+        source_of_inputs = InputSource("kernelbench")
+    elif inputs:
         if "::" not in inputs:
             raise TargetError(f"{inputs}: expected FILE::FUNC for --inputs")
         ifile, ifunc = inputs.rsplit("::", 1)
@@ -88,12 +106,27 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
             raise TargetError(f"{ifile}: no such file (--inputs)")
         if not _defines(inputs_file.read_text(), ifunc):
             raise TargetError(f"{ifile}: no top-level function {ifunc}() (--inputs)")
+        source_of_inputs = InputSource("make_inputs", inputs_file, ifunc)
+    elif _defines(source, "make_inputs"):
+        source_of_inputs = InputSource("make_inputs", file, "make_inputs")
     else:
-        inputs_file, ifunc = file, "make_inputs"
-        if not kernelbench and not _defines(source, "make_inputs"):
-            raise TargetError(f"{file_part}: define make_inputs(seed) returning the arguments of {qual}, "
-                              "or pass --inputs FILE::FUNC")
-    return Target(file, qual, fn, source, project_root(file), inputs_file, ifunc, kernelbench)
+        source_of_inputs = _captured(file, qual, root, file_part)
+    return Target(file, qual, fn, source, root, source_of_inputs)
+
+
+def _captured(file: Path, qual: str, root: Path, file_part: str) -> InputSource:
+    """The calls `redline capture` kept for the target, or TargetError naming the command to run."""
+    folder = store_dir(root, module_name_of(file, root), qual)
+    try:
+        manifest = read_manifest(folder)
+    except StoreError as exc:
+        raise TargetError(str(exc))
+    if manifest is None or manifest.calls_kept == 0:
+        why = "no inputs" if manifest is None else "the last capture kept no calls"
+        raise TargetError(f"{file_part}: {why} for {qual}: record real calls with\n  "
+                          f"{capture_hint(f'{file_part}::{qual}', root)}\n(or define make_inputs(seed) in the module, or pass "
+                          "--inputs FILE::FUNC)")
+    return InputSource("captured", store=folder, manifest=manifest)
 
 
 def _defines(source: str, name: str) -> bool:

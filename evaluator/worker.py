@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import _thread
 import base64
-import builtins
 import contextlib
 import gc
 import hashlib
+import importlib
 import importlib.util
+import inspect
+import io
 import json
 import os
+import pickle
 import sys
 import sysconfig
 import threading
@@ -374,6 +377,55 @@ def load_module(path: str, name: str) -> types.ModuleType:
     return mod
 
 
+def load_target_module(path: str, name: str) -> types.ModuleType:
+    """The target's module: imported by its dotted name where that name finds this very file (so
+    its package and relative imports work, and pickled objects of its classes are its own), else
+    loaded from the file under `name`."""
+    if "." in name:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == os.path.realpath(path):
+            return importlib.import_module(name)
+    return load_module(path, name)
+
+
+def consuming(fn: Any) -> Any:
+    """A generator function's calls return the list of what it yields, and a coroutine function's what
+    it returns when awaited (on one event loop kept for the worker): outcomes that can be compared."""
+    if inspect.isgeneratorfunction(fn):
+        def drain(*args: Any, **kwargs: Any) -> Any:
+            return list(fn(*args, **kwargs))
+        return drain
+    if inspect.iscoroutinefunction(fn):
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return loop.run_until_complete(fn(*args, **kwargs))
+        return run
+    return fn
+
+
+class _Unpickler(pickle.Unpickler):
+    """Captured objects whose classes lived in the program's `__main__` (or the target module under its
+    runtime name) are made from the target module loaded here."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+
+    def loads(self, data: bytes) -> Any:
+        super().__init__(io.BytesIO(data))
+        return self.load()
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("__main__", getattr(self.subject, "captured_module", None)):
+            return resolve(self.subject.module, name)
+        return super().find_class(module, name)
+
+
 def resolve(obj: Any, qualname: str) -> Any:
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -389,17 +441,23 @@ class Subject:
         for p in reversed(spec["sys_path"]):
             if p not in sys.path:
                 sys.path.insert(0, p)
-        module = load_module(spec["file"], spec["module"])
+        module = load_target_module(spec["file"], spec["module"])
         self.module = module
         qual = spec["qualname"]
         parts = qual.split(".")
-        self.kernelbench = spec.get("kernelbench", False)
-        if spec.get("inputs_file") and not self.kernelbench:
-            inputs_mod = module if os.path.abspath(spec["inputs_file"]) == os.path.abspath(spec["file"]) else \
-                load_module(spec["inputs_file"], "_redline_inputs")
-            self.make_inputs = getattr(inputs_mod, spec["inputs_func"])
-        else:
-            self.make_inputs = None
+        source = spec["inputs"]
+        self.kernelbench = source["kind"] == "kernelbench"
+        self.captured: list[bytes] = []
+        self.make_inputs = None
+        if source["kind"] == "make_inputs":
+            inputs_mod = module if os.path.abspath(source["file"]) == os.path.abspath(spec["file"]) else \
+                load_module(source["file"], "_redline_inputs")
+            self.make_inputs = getattr(inputs_mod, source["func"])
+        elif source["kind"] == "captured":
+            self.captured_module = source["module"]
+            for name in source["calls"]:
+                with open(os.path.join(source["store"], name), "rb") as fh:
+                    self.captured.append(fh.read())
         global _cuda
         if spec.get("device") == "cuda":
             _cuda = Cuda()
@@ -420,7 +478,7 @@ class Subject:
             cand_module = types.ModuleType(cand_name)
             namespace = cand_module.__dict__
             namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
-            namespace.update(__name__=cand_name, __file__=_candidate_file)
+            namespace.update(__name__=cand_name, __file__=_candidate_file, __package__=module.__package__)
             sys.modules[cand_name] = cand_module
             _hook_on = True
             compiled = compile(code, _candidate_file, "exec")
@@ -437,11 +495,22 @@ class Subject:
         _hook_on = True
         if self.kernelbench:
             self.model_cls = resolve(module, parts[0])
-        self.fn = None if self.kernelbench else resolve(module, qual)
+        self.fn = None if self.kernelbench else consuming(resolve(module, qual))
 
-    def inputs(self, seed: int) -> tuple[tuple[Any, ...], Any]:
-        """Positional arguments for one call, and the callable to call them with."""
+    def first_key(self) -> int:
+        return 0 if self.captured else 12345
+
+    def recorded(self, index: int) -> dict[str, Any]:
+        """A captured call's file: `call` (pickled arguments) and `outcome` (see inputs/store.py)."""
+        return _Unpickler(self).loads(self.captured[index])
+
+    def inputs(self, seed: int) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+        """Positional and keyword arguments for one call (fresh objects every time), and the callable.
+        `seed` picks a captured call by its index, or seeds make_inputs."""
         _seed_all(seed)
+        if self.captured:
+            args, kwargs = _Unpickler(self).loads(self.recorded(seed)["call"])
+            return tuple(args), dict(kwargs), self.fn
         if self.kernelbench:
             cuda = self.spec.get("device") == "cuda"
             # On CUDA the model and the inputs are made on the device itself (torch's default device):
@@ -455,10 +524,11 @@ class Subject:
             if cuda:
                 model = model.cuda()
                 args = [a.cuda() if hasattr(a, "cuda") else a for a in args]
-            return tuple(args), model.forward if ".forward" in self.spec["qualname"] else model
+            return tuple(args), {}, model.forward if ".forward" in self.spec["qualname"] else model
+        assert self.make_inputs is not None
         value = self.make_inputs(seed)
         args = value if _type(value) is tuple else (value,)
-        return args, self.fn
+        return args, {}, self.fn
 
 
 def _seed_all(seed: int) -> None:
@@ -649,9 +719,9 @@ def _tamper() -> list[str]:
     return out
 
 
-def _call(fn: Any, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
+def _call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
     try:
-        return fn(*args), None
+        return fn(*args, **kwargs), None
     except BaseException as exc:  # SystemExit, KeyboardInterrupt included: the candidate's to own
         if _type(exc) is PermissionError and _violations:
             return None, {"type": "PermissionError", "message": str(exc), "tb": ""}
@@ -693,12 +763,12 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     for seed in req["seeds"]:
         runs = []
         for rep in range(req.get("repeat", 1)):
-            args, fn = subject.inputs(seed)
+            args, kwargs, fn = subject.inputs(seed)
             if _cuda is not None:
                 _cuda.sync()
                 if rep % 2:  # the second call behind a device-side wait: side streams that join it start late
                     _cuda.hold(200e-6)
-            out, err = _call(fn, args)
+            out, err = _call(fn, args, kwargs)
             snaps = _cuda.snapshot(out) if _cuda is not None and err is None else []
             _sync()
             left = _candidate_threads[0]  # right at return, before anything else
@@ -708,8 +778,9 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 del snaps
             if err is None:
                 entry["output"] = encode(out)
-                entry["aliases_input"] = aliases(out, args)
-            entry["inputs_after"] = encode(list(args), digest=True) if req.get("inputs_after", True) else None
+                entry["aliases_input"] = aliases(out, (*args, *kwargs.values()))
+            entry["inputs_after"] = encode([list(args), kwargs], digest=True) if req.get("inputs_after", True) \
+                else None
             entry["threads_left"] = left
             runs.append(entry)
         result: dict[str, Any] = {"seed": seed, "runs": runs}
@@ -723,6 +794,26 @@ def op_oracle(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     """The float32 results (see _oracle) for the given seeds, and nothing else: asked for after a timed
     round whose half-precision outputs missed the candidate's."""
     return {"oracles": [_oracle(subject, seed) for seed in req["seeds"]]}
+
+
+def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """The reference on each captured call, with what the capture recorded next to what it does now."""
+    calls = []
+    for index in req["seeds"]:
+        recorded = subject.recorded(index)["outcome"]
+        args, kwargs, fn = subject.inputs(index)
+        out, err = _call(fn, args, kwargs)
+        entry: dict[str, Any] = {"index": index, "error": err, "raises": recorded.get("type")}
+        if recorded["kind"] == "return":
+            if recorded.get("value") is not None:
+                entry["recorded"] = encode(_Unpickler(subject).loads(recorded["value"]))
+            else:
+                entry["recorded_type"] = recorded.get("unpicklable", "")
+            if err is None:
+                entry["actual"] = encode(out)
+                entry["actual_type"] = f"{_type(out).__module__}.{_type(out).__qualname__}"
+        calls.append(entry)
+    return {"reproduced": calls}
 
 
 _HALF = ("torch.bfloat16", "torch.float16")
@@ -753,13 +844,13 @@ def _oracle(subject: Subject, seed: int) -> Any:
     close to it). None when the reference does not run in float32."""
     if "torch" not in sys.modules:
         return None
-    args, fn = subject.inputs(seed)
+    args, kwargs, fn = subject.inputs(seed)
     owner = getattr(fn, "__self__", None)
     if owner is not None and _isinstance(owner, sys.modules["torch"].nn.Module):
         owner.float()
     elif _isinstance(fn, sys.modules["torch"].nn.Module):
         fn.float()
-    out, err = _call(fn, tuple(_upcast(list(args))))
+    out, err = _call(fn, tuple(_upcast(list(args))), _upcast(kwargs))
     _sync()
     if err is not None:
         return None
@@ -774,11 +865,11 @@ def op_profile(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     (only the kernels launched inside the range: not the inputs' creation, not the harness's)."""
     nvtx = _cuda.torch.cuda.nvtx if _cuda is not None else None
     for seed in req["seeds"]:
-        args, fn = subject.inputs(seed)
+        args, kwargs, fn = subject.inputs(seed)
         _sync()
         if nvtx is not None:
             nvtx.range_push("redline_call")
-        _out, err = _call(fn, args)
+        _out, err = _call(fn, args, kwargs)
         _sync()
         if nvtx is not None:
             nvtx.range_pop()
@@ -795,14 +886,14 @@ def op_energy(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     prepared = [subject.inputs(s) for s in req["seeds"]]
     if cuda is None or cuda.energy_j() is None or not prepared:
         return {"energy_j": None, "calls": 0}
-    for args, fn in prepared:
-        fn(*args)
+    for args, kwargs, fn in prepared:
+        fn(*args, **kwargs)
     cuda.sync()
     calls, deadline = 0, _perf() + int(req.get("min_s", 0.3) * 1e9)
     energy0 = cuda.energy_j()
     while calls < 3 or _perf() < deadline:
-        args, fn = prepared[calls % len(prepared)]
-        fn(*args)
+        args, kwargs, fn = prepared[calls % len(prepared)]
+        fn(*args, **kwargs)
         calls += 1
         if calls % len(prepared) == 0:
             cuda.sync()  # bounded queue: the window ends when the work does
@@ -822,10 +913,10 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     # that call (see Cuda.begin): a storage shared by several calls is restored at its first.
     ready: list[list[Any]] = []
     seen: set[int] = set()
-    for args, _fn in prepared:
+    for args, kwargs, _fn in prepared:
         mine = []
         if cuda is not None:
-            for st in tensor_storages(list(args)):
+            for st in tensor_storages([*args, *kwargs.values()]):
                 if st.device.type == "cuda" and st.data_ptr() not in seen and flip_bits(st):
                     mine.append(st)
                 seen.add(st.data_ptr())
@@ -844,11 +935,11 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         cuda.measure_overhead()
     energy0 = cuda.energy_j() if cuda else None
     start = _perf()
-    for i, (args, fn) in enumerate(prepared):
+    for i, (args, kwargs, fn) in enumerate(prepared):
         events = cuda.begin(ready[i]) if cuda is not None else None  # a cold L2 for every timed call
         t0 = _perf()
         try:
-            out = fn(*args)
+            out = fn(*args, **kwargs)
             t1 = _perf()
             drain_s = cuda.end(events[1], events[2]) if cuda is not None and events is not None else 0.0
         except BaseException:
@@ -868,8 +959,9 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             kept[str(i)] = encode(out)  # encoded at once: work finishing later is not seen
         prev_out = out
     total = (_perf() - start) * 1e-9
-    extra: dict[str, Any] = {"bytes_moved": _nbytes(list(prepared[0][0])) + (_nbytes(prev_out) if prev_out is not None
-                                                                         else 0) if prepared else 0}
+    first = [*prepared[0][0], *prepared[0][1].values()] if prepared else []
+    extra: dict[str, Any] = {"bytes_moved": _nbytes(first) + (_nbytes(prev_out) if prev_out is not None else 0)
+                             if prepared else 0}
     if cuda is not None:
         energy1 = cuda.energy_j()
         mid = [sorted(col)[len(col) // 2] for col in zip(*parts, strict=True)] if parts else []
@@ -904,8 +996,8 @@ def main() -> None:
     info: dict[str, Any] = {}
     if spec.get("describe"):  # the trusted probe: what the prompt says about inputs and hardware
         try:
-            args, _ = subject.inputs(12345)
-            info = {"inputs": [describe(a) for a in args]}
+            args, kwargs, _ = subject.inputs(subject.first_key())
+            info = {"inputs": [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items()]}
         except Exception as exc:
             info = {"inputs": [f"make_inputs failed: {_type(exc).__name__}: {str(exc)[:200]}"]}
         info["hardware"] = hardware()
@@ -917,7 +1009,7 @@ def main() -> None:
         _sample_seed[0] = int(req.get("sample_seed", 0))
         try:
             result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle,
-                      "energy": op_energy}[req["op"]](
+                      "energy": op_energy, "reproduce": op_reproduce}[req["op"]](
                 subject, req)
             result["ok"] = True
         except BaseException as exc:
@@ -930,5 +1022,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    builtins_ref = builtins  # keep the real builtins module alive for the harness
     main()

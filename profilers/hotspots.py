@@ -203,9 +203,13 @@ def _for_kind(profile: Profile, ws: Workspace, places: list[Place], frame_place:
         lines += [LineWeight(line=ln, self_weight=0.0, total_weight=0.0, fraction=0.0, metrics=lm[ln])
                   for ln in lm if place.line <= ln <= place.end_line and ln not in a.line_total]
         lines.sort(key=lambda lw: lw.line)
+        # Time under a call of another workspace function is that function's to claim; the rest
+        # (own lines, libraries called) is what changing this function can change.
+        delegated = sum(w for q, w in a.callees.items() if places[q].in_workspace and q != pid)
         out.append(Hotspot(
             file=place.file, function=place.function, line=place.line, end_line=place.end_line,
-            self_fraction=frac(a.self_w), total_fraction=frac(a.total_w), self_weight=a.self_w,
+            self_fraction=frac(a.self_w), total_fraction=frac(a.total_w),
+            inclusive_fraction=frac(max(a.self_w, a.total_w - delegated)), self_weight=a.self_w,
             total_weight=a.total_w, kind=kind,
             callers=_edges(a.callers, places, frac), callees=_edges(a.callees, places, frac),
             kernels=kernels, lines=lines))

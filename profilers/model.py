@@ -183,6 +183,9 @@ class Hotspot(_Out):
     end_line: int
     self_fraction: float
     total_fraction: float
+    # Own time plus time in the libraries it calls, not in other workspace functions: the share a
+    # change to this function can reach. What the editor and `redline capture` rank hot code by.
+    inclusive_fraction: float = 0.0
     self_weight: float
     total_weight: float
     kind: Literal["cpu", "gpu"]

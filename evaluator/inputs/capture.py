@@ -1,0 +1,252 @@
+"""`redline capture`: run a program and keep real calls of its hot functions as inputs.
+
+The recorder (recorder/_redline_capture.py) runs inside the program; this side plans the capture,
+runs the command, and merges what each of the program's processes kept into one store per target,
+choosing the calls that cover the argument signatures seen rather than the first ones.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pickle
+import platform
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redline.profilers.source import parse_functions
+
+from .store import CapturedCall, Manifest, SignatureCount, store_dir
+
+RECORDER = Path(__file__).with_name("recorder")
+_PYTHON = re.compile(r"^python[\d.]*$")
+
+
+class CaptureError(Exception):
+    """The capture cannot start (bad target, no command); CLI exit 2."""
+
+
+@dataclass(frozen=True)
+class CaptureTarget:
+    file: Path  # absolute
+    qualname: str
+    project_root: Path
+    module_name: str  # as the project names it (the store's folder)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.file.relative_to(self.project_root).as_posix()}::{self.qualname}" \
+            if self.file.is_relative_to(self.project_root) else f"{self.file}::{self.qualname}"
+
+
+@dataclass
+class CaptureResult:
+    exit_code: int
+    manifests: list[tuple[CaptureTarget, Manifest, Path]]
+
+
+def capture_target(spec: str) -> CaptureTarget:
+    """Parse FILE::QUALNAME for capture; the function must exist in the file."""
+    from ..target import module_name_of, project_root
+
+    if "::" not in spec:
+        raise CaptureError(f"{spec}: expected FILE::QUALNAME, e.g. app.py::smooth or pkg/mod.py::Parser.parse")
+    file_part, qual = spec.rsplit("::", 1)
+    file = Path(file_part).resolve()
+    if not file.is_file():
+        raise CaptureError(f"{file_part}: no such file")
+    try:
+        fns = parse_functions(file.read_bytes())
+    except OSError as exc:
+        raise CaptureError(f"{file_part}: cannot read ({exc.strerror})")
+    if not any(f.qualname == qual for f in fns):
+        known = ", ".join(f.qualname for f in fns[:12])
+        raise CaptureError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
+    if "<locals>" in qual:
+        raise CaptureError(f"{spec}: a function defined inside another function cannot be captured")
+    root = project_root(file)
+    return CaptureTarget(file, qual, root, module_name_of(file, root))
+
+
+def script_command(cmd: list[str]) -> list[str]:
+    """`python [OPTIONS] SCRIPT ARGS…` runs SCRIPT through the recorder (so its own functions can be
+    targets); any other command is left as it is (imported modules are recorded either way)."""
+    if not cmd or not _PYTHON.match(Path(cmd[0]).name):
+        return cmd
+    i = 1
+    while i < len(cmd):
+        arg = cmd[i]
+        if arg in ("-m", "-c", "-") or arg.startswith(("-m", "-c")):
+            return cmd
+        if arg in ("-X", "-W", "-Q"):
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return [*cmd[:i], str(RECORDER / "_redline_capture.py"), *cmd[i:]]
+    return cmd
+
+
+def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
+                max_mb: float = 256.0) -> CaptureResult:
+    """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests."""
+    if calls < 1:
+        raise CaptureError("--calls must be at least 1")
+    work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
+    try:
+        plan = {"out": str(work), "calls": calls, "max_bytes": int(max_mb * (1 << 20)),
+                "targets": [{"file": str(t.file), "qualname": t.qualname} for t in targets]}
+        (work / "plan.json").write_text(json.dumps(plan))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), env.get("PYTHONPATH", "")) if p)
+        env["REDLINE_CAPTURE"] = str(work / "plan.json")
+        started = datetime.datetime.now(datetime.timezone.utc)
+        try:
+            rc = subprocess.call(script_command(cmd), cwd=cwd, env=env)
+        except OSError as exc:
+            raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
+        rc = rc if rc >= 0 else 128 - rc
+        processes = _read_processes(work)
+        out = []
+        for t in targets:
+            manifest, folder = _write_store(t, processes, calls, max_mb, cmd, cwd, started, rc)
+            out.append((t, manifest, folder))
+        return CaptureResult(rc, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _read_processes(work: Path) -> list[dict[str, Any]]:
+    out = []
+    for f in sorted(work.glob("process-*.pkl")):
+        with f.open("rb") as fh:
+            out.append(pickle.load(fh))  # written by the recorder in the program's own processes
+    return out
+
+
+def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, max_mb: float, cmd: list[str],
+                 cwd: Path, started: datetime.datetime, rc: int) -> tuple[Manifest, Path]:
+    key = f"{os.path.realpath(t.file)}::{t.qualname}"
+    seen: dict[str, int] = {}
+    kept: dict[str, list[dict[str, Any]]] = {}
+    unrecordable: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    module = ""
+    for proc in processes:
+        for rec in proc["targets"]:
+            if rec["key"] != key:
+                continue
+            module = module or rec["module"]
+            for sig, n in rec["seen"].items():
+                seen[sig] = seen.get(sig, 0) + n
+            for sig, bucket in rec["kept"].items():
+                kept.setdefault(sig, []).extend(bucket)
+            for table, part in ((unrecordable, rec["unrecordable"]), (dropped, rec["dropped"])):
+                for why, n in part.items():
+                    table[why] = table.get(why, 0) + n
+    chosen = _cover(kept, seen, calls, int(max_mb * (1 << 20)), dropped)
+    folder = store_dir(t.project_root, t.module_name, t.qualname)
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "calls").mkdir(parents=True)
+    entries = []
+    for i, (sig, record) in enumerate(chosen):
+        name = f"calls/{i:04d}.pkl"
+        (folder / name).write_bytes(pickle.dumps({"call": record["call"], "outcome": record["outcome"]},
+                                                 protocol=pickle.HIGHEST_PROTOCOL))
+        outcome = record["outcome"]
+        entries.append(CapturedCall(file=name, signature=sig, bytes=record["bytes"], outcome=outcome["kind"],
+                                    raises=outcome.get("type", "")))
+    kept_by_sig: dict[str, int] = {}
+    for sig, _ in chosen:
+        kept_by_sig[sig] = kept_by_sig.get(sig, 0) + 1
+    module = module or t.module_name
+    manifest = Manifest(
+        target=t.spec, file=str(t.file), qualname=t.qualname, module=module,
+        import_root=str(_import_root(t.file, module)), command=list(cmd), cwd=str(cwd),
+        captured_at=started.isoformat(timespec="seconds"), python=platform.python_version(), exit_code=rc,
+        processes=len(processes), calls_seen=sum(seen.values()), calls_kept=len(chosen),
+        signatures=[SignatureCount(signature=s, seen=n, kept=kept_by_sig.get(s, 0))
+                    for s, n in sorted(seen.items(), key=lambda kv: -kv[1])],
+        calls=entries, unrecordable=unrecordable, dropped=dropped)
+    (folder / "manifest.json").write_text(manifest.model_dump_json(indent=2))
+    return manifest, folder
+
+
+def _cover(kept: dict[str, list[dict[str, Any]]], seen: dict[str, int], calls: int, max_bytes: int,
+           dropped: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
+    """Up to `calls` calls, one signature at a time in turn (most seen first), within `max_bytes`."""
+    rng = random.Random(0)
+    queues = []
+    for sig in sorted(kept, key=lambda s: -seen.get(s, 0)):
+        bucket = list(kept[sig])
+        rng.shuffle(bucket)
+        queues.append((sig, bucket))
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    total = 0
+    while len(chosen) < calls and any(b for _, b in queues):
+        for sig, bucket in queues:
+            if not bucket or len(chosen) >= calls:
+                continue
+            record = bucket.pop()
+            if total + record["bytes"] > max_bytes:
+                dropped["over the --max-mb limit"] = dropped.get("over the --max-mb limit", 0) + 1
+                continue
+            chosen.append((sig, record))
+            total += record["bytes"]
+    return chosen
+
+
+def _import_root(file: Path, module: str) -> Path:
+    """The folder that `module` is imported from (its file's folder for a script)."""
+    if module == "__main__":
+        return file.parent
+    depth = module.count(".") + (1 if file.name == "__init__.py" else 0)
+    root = file.parent
+    for _ in range(depth):
+        root = root.parent
+    return root
+
+
+def latest_trace(root: Path) -> Path | None:
+    """The newest trace `redline profile` wrote under `root/.redline/`."""
+    folder = root / ".redline"
+    traces = [p for p in folder.glob("*") if p.is_file() and p.name.endswith((".speedscope.json", ".txt", ".json"))
+              and p.name not in ("last-profile.json",)] if folder.is_dir() else []
+    return max(traces, key=lambda p: p.stat().st_mtime) if traces else None
+
+
+def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
+    """The `top` hottest functions of the workspace's own code in the latest trace, by inclusive share
+    (own time plus the libraries they call): the ones a change to the user's code can speed up."""
+    from redline.profilers import ParseError, report
+
+    trace = latest_trace(root)
+    if trace is None:
+        raise CaptureError(f"no trace under {root / '.redline'}: run `redline profile -- CMD` first, or name the "
+                           "functions with --target FILE::QUALNAME")
+    try:
+        spots = report([trace], root).hotspots
+    except ParseError as exc:
+        raise CaptureError(str(exc))
+    out: list[CaptureTarget] = []
+    for h in sorted((h for h in spots if h.kind == "cpu" and h.file and not Path(h.file).is_absolute()),
+                    key=lambda h: -h.inclusive_fraction):
+        if len(out) >= top or h.inclusive_fraction <= 0:
+            break
+        try:
+            t = capture_target(f"{root / h.file}::{h.function}")
+        except CaptureError:
+            continue  # a frame that is not a function of the file (module level, a lambda)
+        if t not in out:
+            out.append(t)
+    if not out:
+        raise CaptureError(f"{trace}: no function of the workspace's own code is hot in it")
+    return trace, out

@@ -1,0 +1,334 @@
+"""The call recorder that `redline capture` puts into the program it runs. Standard library only.
+
+Only the targets pay: each target's module is compiled with one statement added after the target's
+definition that replaces it with a recording wrapper; nothing traces the program's other calls.
+For each call the wrapper decides at once whether this call is one to keep (a reservoir per argument
+signature, so rare signatures are kept next to common ones), and only a kept call is snapshotted:
+its arguments pickled before the call, its outcome (return value, or exception type) after it.
+Nothing live is held: a snapshot is bytes. At exit each process writes what it kept to the plan's
+output folder, and `redline capture` merges the processes' files into the store.
+
+Run as a script (`python _redline_capture.py SCRIPT ARGS…`) it runs SCRIPT as `__main__`, so the
+functions of a program's main script can be targets too.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import functools
+import importlib.abc
+import importlib.machinery
+import inspect
+import json
+import os
+import pickle
+import random
+import sys
+import threading
+import types
+from typing import Any
+
+_PLAN: dict[str, Any] = {}
+_RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
+_BY_FILE: dict[str, list[str]] = {}  # real path of a target file -> the qualnames it holds
+_SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
+_SCALAR = (int, float, bool, complex, type(None))
+
+
+def _bucket(n: int) -> str:
+    return str(n) if n < 2 else f"<={1 << (n - 1).bit_length()}"
+
+
+def describe(value: Any) -> str:
+    """An argument's part of a call's signature: type, and shape and dtype or a length bucket."""
+    t = type(value)
+    if t is bool:
+        return repr(value)  # a flag usually picks a path through the function
+    if t in _SCALAR:
+        return t.__name__
+    if t in _SIZED:
+        return f"{t.__name__}[{_bucket(len(value))}]"
+    if hasattr(t, "shape") and hasattr(t, "dtype"):
+        try:
+            shape = tuple(int(d) for d in value.shape)
+            return f"{t.__module__.split('.')[0]}.{t.__name__}{shape}:{value.dtype}"
+        except (TypeError, ValueError):
+            pass
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    sig = ", ".join(describe(a) for a in args)
+    if kwargs:
+        sig += "; " + ", ".join(f"{k}={describe(v)}" for k, v in sorted(kwargs.items()))
+    return sig
+
+
+class Recorder:
+    """The kept calls of one target in this process, a reservoir of at most `limit` per signature."""
+
+    def __init__(self, key: str, qualname: str, limit: int, budget: int) -> None:
+        self.key, self.qualname, self.limit, self.budget = key, qualname, limit, budget
+        self.module = ""
+        self.seen: dict[str, int] = {}
+        self.kept: dict[str, list[dict[str, Any]]] = {}
+        self.bytes = 0
+        self.unrecordable: dict[str, int] = {}  # why a call could not be kept -> calls
+        self.dropped: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def admit(self, sig: str) -> int | None:
+        """The slot a call of `sig` is kept in, or None (most calls, once the reservoir is full)."""
+        with self.lock:
+            n = self.seen.get(sig, 0) + 1
+            self.seen[sig] = n
+            bucket = self.kept.setdefault(sig, [])
+            if len(bucket) < self.limit:
+                if self.bytes >= self.budget:
+                    self._drop("the --max-mb limit was reached")
+                    return None
+                return len(bucket)
+            j = int(random.random() * n)
+            return j if j < self.limit else None
+
+    def keep(self, sig: str, slot: int, record: dict[str, Any]) -> None:
+        size = len(record["call"]) + len(record["outcome"].get("value") or b"")
+        record["bytes"] = size
+        with self.lock:
+            bucket = self.kept[sig]
+            if slot < len(bucket):
+                self.bytes -= bucket[slot]["bytes"]
+                bucket[slot] = record
+            else:
+                bucket.append(record)
+            self.bytes += size
+
+    def _drop(self, why: str) -> None:
+        self.dropped[why] = self.dropped.get(why, 0) + 1
+
+    def unrecordable_call(self, why: str) -> None:
+        with self.lock:
+            self.unrecordable[why] = self.unrecordable.get(why, 0) + 1
+
+    def dump(self) -> dict[str, Any]:
+        with self.lock:
+            return {"key": self.key, "qualname": self.qualname, "module": self.module, "seen": dict(self.seen),
+                    "kept": {s: list(b) for s, b in self.kept.items()}, "unrecordable": dict(self.unrecordable),
+                    "dropped": dict(self.dropped)}
+
+
+def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], method: bool) -> bytes | None:
+    try:
+        return pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        names = [("self" if method and i == 0 else f"argument {i + 1}", a) for i, a in enumerate(args)]
+        names += [(f"argument {k}", v) for k, v in kwargs.items()]
+        for name, value in names:
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as inner:
+                t = type(value)
+                rec.unrecordable_call(f"{name} ({t.__module__}.{t.__qualname__}) cannot be snapshotted: "
+                                      f"{type(inner).__name__}: {str(inner)[:120]}")
+                return None
+        rec.unrecordable_call(f"the arguments cannot be snapshotted together: {type(exc).__name__}: {str(exc)[:120]}")
+        return None
+
+
+def _returned(value: Any) -> dict[str, Any]:
+    try:
+        return {"kind": "return", "value": pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)}
+    except Exception:
+        t = type(value)
+        return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
+
+
+def _raised(exc: BaseException) -> dict[str, Any]:
+    t = type(exc)
+    return {"kind": "raise", "type": f"{t.__module__}.{t.__qualname__}", "message": str(exc)[:300]}
+
+
+def recording(fn: Any, rec: Recorder, method: bool) -> Any:
+    """`fn` wrapped so that its kept calls are recorded; every call still runs `fn` itself, once."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            sig = signature(args, kwargs)
+            slot = rec.admit(sig)
+            call = _snapshot(rec, args, kwargs, method) if slot is not None else None
+            if call is None:
+                return (yield from fn(*args, **kwargs))
+            items = []
+            finished = False
+            try:
+                for item in fn(*args, **kwargs):
+                    items.append(item)
+                    yield item
+                finished = True
+            except GeneratorExit:
+                rec.unrecordable_call("the generator was not consumed to its end")
+                raise
+            except BaseException as exc:
+                rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})  # type: ignore[arg-type]
+                raise
+            if finished:
+                rec.keep(sig, slot, {"call": call, "outcome": _returned(items)})  # type: ignore[arg-type]
+        return gen_wrapper
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            sig = signature(args, kwargs)
+            slot = rec.admit(sig)
+            call = _snapshot(rec, args, kwargs, method) if slot is not None else None
+            if call is None:
+                return await fn(*args, **kwargs)
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException as exc:
+                rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})  # type: ignore[arg-type]
+                raise
+            rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})  # type: ignore[arg-type]
+            return result
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        sig = signature(args, kwargs)
+        slot = rec.admit(sig)
+        if slot is None:
+            return fn(*args, **kwargs)
+        call = _snapshot(rec, args, kwargs, method)
+        if call is None:
+            return fn(*args, **kwargs)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            raise
+        rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})
+        return result
+    return wrapper
+
+
+def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
+    """Replace `qualname` (found from the module's globals) with its recording wrapper."""
+    rec = _RECORDERS.get(key)
+    if rec is None:
+        return
+    rec.module = str(namespace.get("__name__", ""))
+    parts = qualname.split(".")
+    owner: Any = None
+    obj: Any = namespace.get(parts[0])
+    for part in parts[1:]:
+        owner, obj = obj, inspect.getattr_static(obj, part, None)
+    if owner is None:
+        if isinstance(obj, types.FunctionType):
+            namespace[parts[0]] = recording(obj, rec, method=False)
+        else:
+            rec.unrecordable_call(f"{qualname} is not a plain function here ({type(obj).__name__})")
+        return
+    name = parts[-1]
+    if isinstance(obj, staticmethod):
+        setattr(owner, name, staticmethod(recording(obj.__func__, rec, method=False)))
+    elif isinstance(obj, types.FunctionType) and isinstance(owner, type):
+        setattr(owner, name, recording(obj, rec, method=True))
+    else:
+        rec.unrecordable_call(f"{qualname} is a {type(obj).__name__}, which capture does not record")
+
+
+def transform(source: bytes, path: str, qualnames: list[str]) -> ast.Module:
+    """The module's code with `wrap(...)` called right after each target's top-level definition."""
+    tree = ast.parse(source, path)
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        body.append(node)
+        name = getattr(node, "name", None)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for qual in qualnames:
+            if qual.split(".")[0] != name:
+                continue
+            call = ast.parse(f"__import__('_redline_capture').wrap(globals(), {qual!r}, {os.path.realpath(path) + '::' + qual!r})").body[0]
+            for n in ast.walk(call):
+                n.lineno = n.end_lineno = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+                n.col_offset = n.end_col_offset = 0  # type: ignore[attr-defined]
+            body.append(call)
+    tree.body = body
+    return tree
+
+
+class _Loader(importlib.machinery.SourceFileLoader):
+    """Compiles a target's module from source with the wrapping statements (no bytecode cache)."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return compile(transform(self.get_data(path), path, _BY_FILE[os.path.realpath(path)]), path, "exec",
+                       dont_inherit=True)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is None:
+                continue
+            if spec.origin and os.path.realpath(spec.origin) in _BY_FILE and \
+                    isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+                spec.loader = _Loader(name, spec.origin)
+            return spec
+        return None
+
+
+def _write() -> None:
+    recs = [r.dump() for r in _RECORDERS.values() if r.seen or r.unrecordable]
+    if not recs:
+        return
+    out = os.path.join(_PLAN["out"], f"process-{os.getpid()}-{random.getrandbits(32):08x}.pkl")
+    with open(out, "wb") as fh:
+        pickle.dump({"pid": os.getpid(), "targets": recs}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _forget() -> None:
+    """In a forked child: its calls are its own (the parent writes what it kept)."""
+    for key, rec in list(_RECORDERS.items()):
+        _RECORDERS[key] = Recorder(rec.key, rec.qualname, rec.limit, rec.budget)
+        _RECORDERS[key].module = rec.module
+
+
+def install(plan_path: str) -> None:
+    """Read the capture plan and put the finder in front of every import."""
+    if _PLAN:
+        return
+    with open(plan_path) as fh:
+        _PLAN.update(json.load(fh))
+    for t in _PLAN["targets"]:
+        real = os.path.realpath(t["file"])
+        key = real + "::" + t["qualname"]
+        _RECORDERS[key] = Recorder(key, t["qualname"], int(_PLAN["calls"]), int(_PLAN["max_bytes"]))
+        _BY_FILE.setdefault(real, []).append(t["qualname"])
+    sys.meta_path.insert(0, _Finder())
+    atexit.register(_write)
+    os.register_at_fork(after_in_child=_forget)
+
+
+def run_script(argv: list[str]) -> None:
+    """Run argv[0] as `__main__` with argv as its sys.argv, its targets wrapped like an imported module's."""
+    path = argv[0]
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(os.path.realpath(path))
+    with open(path, "rb") as fh:
+        source = fh.read()
+    quals = _BY_FILE.get(os.path.realpath(path), [])
+    code = compile(transform(source, path, quals) if quals else source, path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=__builtins__)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+if __name__ == "__main__":
+    sys.modules["_redline_capture"].run_script(sys.argv[1:])

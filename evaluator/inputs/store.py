@@ -1,0 +1,127 @@
+"""The captured-calls store: `.redline/inputs/<module>.<qualname>/`, a manifest and one file per call.
+
+Each call file is a pickle of `{"call": bytes, "outcome": {...}}`: `call` is the pickle of
+`(args, kwargs)` as they were before the call (`self` first for a method), unpickled only inside
+the sandbox; `outcome` is `{"kind": "return", "value": bytes | None}` or
+`{"kind": "raise", "type": "module.Qualname", "message": str}`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+STORE = Path(".redline") / "inputs"
+LAST_PROFILE = Path(".redline") / "last-profile.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SignatureCount(_Model):
+    signature: str = Field(description="argument types with shapes/dtypes or length buckets, and keywords given")
+    seen: int
+    kept: int
+
+
+class CapturedCall(_Model):
+    file: str
+    signature: str
+    bytes: int
+    outcome: Literal["return", "raise"]
+    raises: str = ""  # the exception type, for a call that raised
+
+
+class Manifest(_Model):
+    """What one capture kept of one target, and what it could not keep."""
+
+    target: str = Field(description="FILE::QUALNAME, FILE relative to the project root")
+    file: str
+    qualname: str
+    module: str = Field(description="the module's name in the captured program ('__main__' for its script)")
+    import_root: str = Field(description="the folder the module is imported from")
+    command: list[str]
+    cwd: str
+    captured_at: str
+    python: str
+    exit_code: int
+    processes: int
+    calls_seen: int
+    calls_kept: int
+    signatures: list[SignatureCount] = []
+    calls: list[CapturedCall] = []
+    unrecordable: dict[str, int] = Field(default_factory=dict, description="why calls were skipped -> calls")
+    dropped: dict[str, int] = Field(default_factory=dict, description="kept calls left out of the store -> calls")
+
+    def weights(self) -> list[float]:
+        """Each kept call's weight in a mix that reflects how often its signature was seen."""
+        per_sig = {s.signature: s.seen / s.kept for s in self.signatures if s.kept}
+        return [per_sig.get(c.signature, 1.0) for c in self.calls]
+
+
+class LastProfile(_Model):
+    """What `redline profile` ran, for `redline capture` to run again."""
+
+    command: list[str]
+    cwd: str
+    trace: str
+    recorded_at: str
+
+
+class StoreError(Exception):
+    """A store or last-profile file that cannot be read; the message names the file."""
+
+
+def store_dir(project_root: Path, module_name: str, qualname: str) -> Path:
+    return project_root / STORE / f"{module_name}.{qualname}"
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The manifest in `folder`, None where there is none; StoreError where it is not one."""
+    path = folder / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        return Manifest.model_validate_json(path.read_text())
+    except (ValidationError, OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: not a redline capture manifest ({_first_error(exc)})")
+
+
+def read_last_profile(root: Path) -> LastProfile | None:
+    path = root / LAST_PROFILE
+    if not path.is_file():
+        return None
+    try:
+        return LastProfile.model_validate_json(path.read_text())
+    except (ValidationError, OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: not a redline profile record ({_first_error(exc)})")
+
+
+def write_last_profile(root: Path, record: LastProfile) -> None:
+    path = root / LAST_PROFILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(record.model_dump_json(indent=2))
+
+
+def capture_hint(target: str, root: Path) -> str:
+    """The `redline capture` command that would record inputs for `target`."""
+    try:
+        last = read_last_profile(root)
+    except StoreError:
+        last = None
+    cmd = shlex.join(last.command) if last else "python YOUR_PROGRAM.py"
+    return f"redline capture --target {shlex.quote(target)} -- {cmd}"
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    return str(exc)
