@@ -67,7 +67,7 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
     if ref.get("opaque"):
         raise Mismatch(f"{where}: values of type {t} cannot be compared; the target must return arrays, tensors "
                        "or plain Python values")
-    if t in ("builtins.list", "builtins.tuple"):
+    if t in ("builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset"):
         if len(ref["v"]) != len(got["v"]):
             raise Mismatch(f"{where} has {len(got['v'])} items, the reference {len(ref['v'])}")
         parts = oracle["v"] if oracle is not None and len(oracle.get("v", ())) == len(ref["v"]) else [None] * len(ref["v"])

@@ -227,6 +227,8 @@ def encode(value: Any, depth: int = 0, digest: bool = False) -> Any:
         return {"t": name, "v": [encode(v, depth + 1, digest) for v in value]}
     if t is dict:
         return {"t": name, "v": [[encode(k, depth + 1, digest), encode(v, depth + 1, digest)] for k, v in value.items()]}
+    if t in (set, frozenset):  # in a canonical order: two equal sets encode the same
+        return {"t": name, "v": sorted((encode(v, depth + 1, digest) for v in value), key=_json_dumps)}
     np = sys.modules.get("numpy")
     if np is not None and t is np.ndarray:
         arr = np.ascontiguousarray(value)

@@ -72,3 +72,17 @@ ADVERSARIAL_EXPECT: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "write_past_end.py": ({"rejected_exploit"}, ("ctypes",)),
     "garbage_reply.md": ({"build_error"}, ("does not define affine",)),
 }
+
+
+def toml_workspace(root: Path) -> Path:
+    """A user's project made of real third-party code: tomli's pure-Python sources (from the installed
+    tomli, pinned in the dev extra) in `root/tomli/`, and the workload that uses it as `root/work.py`."""
+    import tomli
+
+    src = Path(tomli.__file__).parent
+    (root / "tomli").mkdir(parents=True, exist_ok=True)
+    for f in src.glob("*.py"):
+        shutil.copy(f, root / "tomli" / f.name)
+    shutil.copy(TESTS / "workloads" / "toml_work.py", root / "work.py")
+    (root / "redline.toml").write_text("")
+    return root

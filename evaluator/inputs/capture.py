@@ -139,11 +139,13 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
     unrecordable: dict[str, int] = {}
     dropped: dict[str, int] = {}
     module = ""
+    examined = 0
     for proc in processes:
         for rec in proc["targets"]:
             if rec["key"] != key:
                 continue
             module = module or rec["module"]
+            examined += rec["examined"]
             for sig, n in rec["seen"].items():
                 seen[sig] = seen.get(sig, 0) + n
             for sig, bucket in rec["kept"].items():
@@ -172,7 +174,7 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
         target=t.spec, file=str(t.file), qualname=t.qualname, module=module,
         import_root=str(_import_root(t.file, module)), command=list(cmd), cwd=str(cwd),
         captured_at=started.isoformat(timespec="seconds"), python=platform.python_version(), exit_code=rc,
-        processes=len(processes), calls_seen=sum(seen.values()), calls_kept=len(chosen),
+        processes=len(processes), calls_seen=sum(seen.values()), calls_examined=examined, calls_kept=len(chosen),
         signatures=[SignatureCount(signature=s, seen=n, kept=kept_by_sig.get(s, 0))
                     for s, n in sorted(seen.items(), key=lambda kv: -kv[1])],
         calls=entries, unrecordable=unrecordable, dropped=dropped)

@@ -29,6 +29,11 @@ import threading
 import types
 from typing import Any
 
+_random = random.random
+# Every call of a target is examined (its signature counted, perhaps kept) until this many have been;
+# after that one call in (examined // EXAMINE_ALL + 1), and each examined call counts for that many:
+# examined calls then grow with the log of all calls, and a hot target's cost stays small.
+EXAMINE_ALL = 4096
 _PLAN: dict[str, Any] = {}
 _RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
 _BY_FILE: dict[str, list[str]] = {}  # real path of a target file -> the qualnames it holds
@@ -36,33 +41,55 @@ _SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
 _SCALAR = (int, float, bool, complex, type(None))
 
 
-def _bucket(n: int) -> str:
-    return str(n) if n < 2 else f"<={1 << (n - 1).bit_length()}"
+_SIZED_TYPES = {t: True for t in _SIZED}
+_SCALAR_TYPES = {t: True for t in _SCALAR if t is not bool}
 
 
-def describe(value: Any) -> str:
-    """An argument's part of a call's signature: type, and shape and dtype or a length bucket."""
+def _part(value: Any) -> Any:
+    """An argument's part of a call's signature, cheap to make and hash: its type, and a flag's value, a
+    sized value's length class (powers of two) or an array's shape and dtype."""
     t = type(value)
+    if t in _SCALAR_TYPES:
+        return t
+    if t in _SIZED_TYPES:
+        return t, len(value).bit_length()
     if t is bool:
-        return repr(value)  # a flag usually picks a path through the function
-    if t in _SCALAR:
-        return t.__name__
-    if t in _SIZED:
-        return f"{t.__name__}[{_bucket(len(value))}]"
+        return value  # a flag usually picks a path through the function
     if hasattr(t, "shape") and hasattr(t, "dtype"):
         try:
-            shape = tuple(int(d) for d in value.shape)
-            return f"{t.__module__.split('.')[0]}.{t.__name__}{shape}:{value.dtype}"
+            return t, tuple(int(d) for d in value.shape), str(value.dtype)
         except (TypeError, ValueError):
-            pass
-    return f"{t.__module__}.{t.__qualname__}"
+            return t
+    return t
 
 
-def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    sig = ", ".join(describe(a) for a in args)
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(positional parts, (keyword, part) pairs): which arguments were given, and what they were like."""
     if kwargs:
-        sig += "; " + ", ".join(f"{k}={describe(v)}" for k, v in sorted(kwargs.items()))
-    return sig
+        return tuple(map(_part, args)), tuple([(k, _part(v)) for k, v in kwargs.items()])
+    return tuple(map(_part, args)), ()
+
+
+def _render_part(part: Any) -> str:
+    if isinstance(part, bool):
+        return repr(part)
+    if isinstance(part, type):
+        return part.__name__ if part.__module__ == "builtins" else f"{part.__module__}.{part.__qualname__}"
+    t = part[0]
+    name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+    if len(part) == 3:
+        return f"{name}{part[1]}:{part[2]}"
+    bits = part[1]
+    return f"{name}[{bits if bits < 2 else f'<{1 << bits}'}]"
+
+
+def render(sig: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
+    """A signature as the manifest shows it, e.g. `str[<2048], int; multiline=True`."""
+    pos, kw = sig
+    text = ", ".join(_render_part(p) for p in pos)
+    if kw:
+        text += "; " + ", ".join(f"{k}={_render_part(v)}" for k, v in sorted(kw))
+    return text
 
 
 class Recorder:
@@ -71,32 +98,39 @@ class Recorder:
     def __init__(self, key: str, qualname: str, limit: int, budget: int) -> None:
         self.key, self.qualname, self.limit, self.budget = key, qualname, limit, budget
         self.module = ""
-        self.seen: dict[str, int] = {}
-        self.kept: dict[str, list[dict[str, Any]]] = {}
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.seen: dict[Any, int] = {}  # signature -> calls
+        self.kept: dict[Any, list[dict[str, Any]]] = {}
         self.bytes = 0
         self.unrecordable: dict[str, int] = {}  # why a call could not be kept -> calls
         self.dropped: dict[str, int] = {}
-        self.lock = threading.Lock()
+        self.countdown = 1  # calls until the next one examined
+        self.examined = 0
 
-    def admit(self, sig: str) -> int | None:
-        """The slot a call of `sig` is kept in, or None (most calls, once the reservoir is full)."""
-        with self.lock:
-            n = self.seen.get(sig, 0) + 1
-            self.seen[sig] = n
-            bucket = self.kept.setdefault(sig, [])
-            if len(bucket) < self.limit:
-                if self.bytes >= self.budget:
-                    self._drop("the --max-mb limit was reached")
-                    return None
-                return len(bucket)
-            j = int(random.random() * n)
-            return j if j < self.limit else None
+    def admit(self, sig: Any) -> int | None:
+        """The slot a call of `sig` is kept in, or None (most calls, once the reservoir is full). No lock:
+        under the GIL a race between threads costs at most a count, never a kept call's bytes."""
+        self.examined += 1
+        stride = self.examined // EXAMINE_ALL + 1
+        self.countdown = stride
+        n = self.seen.get(sig, 0) + stride
+        self.seen[sig] = n
+        if n <= self.limit:
+            if self.bytes >= self.budget:
+                self._drop("the --max-mb limit was reached")
+                return None
+            return n - 1
+        j = int(_random() * n)
+        return j if j < self.limit else None
 
-    def keep(self, sig: str, slot: int, record: dict[str, Any]) -> None:
+    def keep(self, sig: Any, slot: int, record: dict[str, Any]) -> None:
         size = len(record["call"]) + len(record["outcome"].get("value") or b"")
         record["bytes"] = size
         with self.lock:
-            bucket = self.kept[sig]
+            bucket = self.kept.setdefault(sig, [])
             if slot < len(bucket):
                 self.bytes -= bucket[slot]["bytes"]
                 bucket[slot] = record
@@ -113,16 +147,21 @@ class Recorder:
 
     def dump(self) -> dict[str, Any]:
         with self.lock:
-            return {"key": self.key, "qualname": self.qualname, "module": self.module, "seen": dict(self.seen),
-                    "kept": {s: list(b) for s, b in self.kept.items()}, "unrecordable": dict(self.unrecordable),
-                    "dropped": dict(self.dropped)}
+            seen: dict[str, int] = {}
+            kept: dict[str, list[dict[str, Any]]] = {}
+            for sig, n in self.seen.items():
+                text = render(sig)
+                seen[text] = seen.get(text, 0) + n
+                kept.setdefault(text, []).extend(self.kept.get(sig, []))
+            return {"key": self.key, "qualname": self.qualname, "module": self.module, "seen": seen, "kept": kept,
+                    "examined": self.examined, "unrecordable": dict(self.unrecordable), "dropped": dict(self.dropped)}
 
 
-def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], method: bool) -> bytes | None:
+def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> bytes | None:
     try:
         return pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
-        names = [("self" if method and i == 0 else f"argument {i + 1}", a) for i, a in enumerate(args)]
+        names = [(f"argument {params[i] if i < len(params) else i + 1}", a) for i, a in enumerate(args)]
         names += [(f"argument {k}", v) for k, v in kwargs.items()]
         for name, value in names:
             try:
@@ -149,14 +188,22 @@ def _raised(exc: BaseException) -> dict[str, Any]:
     return {"kind": "raise", "type": f"{t.__module__}.{t.__qualname__}", "message": str(exc)[:300]}
 
 
-def recording(fn: Any, rec: Recorder, method: bool) -> Any:
+def recording(fn: Any, rec: Recorder) -> Any:
     """`fn` wrapped so that its kept calls are recorded; every call still runs `fn` itself, once."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            rec.countdown -= 1
+            if rec.countdown > 0:
+                return (yield from fn(*args, **kwargs))
             sig = signature(args, kwargs)
             slot = rec.admit(sig)
-            call = _snapshot(rec, args, kwargs, method) if slot is not None else None
+            call = _snapshot(rec, args, kwargs, params) if slot is not None else None
             if call is None:
                 return (yield from fn(*args, **kwargs))
             items = []
@@ -179,9 +226,12 @@ def recording(fn: Any, rec: Recorder, method: bool) -> Any:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            rec.countdown -= 1
+            if rec.countdown > 0:
+                return await fn(*args, **kwargs)
             sig = signature(args, kwargs)
             slot = rec.admit(sig)
-            call = _snapshot(rec, args, kwargs, method) if slot is not None else None
+            call = _snapshot(rec, args, kwargs, params) if slot is not None else None
             if call is None:
                 return await fn(*args, **kwargs)
             try:
@@ -195,11 +245,14 @@ def recording(fn: Any, rec: Recorder, method: bool) -> Any:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        rec.countdown -= 1
+        if rec.countdown > 0:
+            return fn(*args, **kwargs)
         sig = signature(args, kwargs)
         slot = rec.admit(sig)
         if slot is None:
             return fn(*args, **kwargs)
-        call = _snapshot(rec, args, kwargs, method)
+        call = _snapshot(rec, args, kwargs, params)
         if call is None:
             return fn(*args, **kwargs)
         try:
@@ -225,15 +278,15 @@ def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
         owner, obj = obj, inspect.getattr_static(obj, part, None)
     if owner is None:
         if isinstance(obj, types.FunctionType):
-            namespace[parts[0]] = recording(obj, rec, method=False)
+            namespace[parts[0]] = recording(obj, rec)
         else:
             rec.unrecordable_call(f"{qualname} is not a plain function here ({type(obj).__name__})")
         return
     name = parts[-1]
     if isinstance(obj, staticmethod):
-        setattr(owner, name, staticmethod(recording(obj.__func__, rec, method=False)))
+        setattr(owner, name, staticmethod(recording(obj.__func__, rec)))
     elif isinstance(obj, types.FunctionType) and isinstance(owner, type):
-        setattr(owner, name, recording(obj, rec, method=True))
+        setattr(owner, name, recording(obj, rec))
     else:
         rec.unrecordable_call(f"{qualname} is a {type(obj).__name__}, which capture does not record")
 
@@ -294,9 +347,9 @@ def _write() -> None:
 
 def _forget() -> None:
     """In a forked child: its calls are its own (the parent writes what it kept)."""
-    for key, rec in list(_RECORDERS.items()):
-        _RECORDERS[key] = Recorder(rec.key, rec.qualname, rec.limit, rec.budget)
-        _RECORDERS[key].module = rec.module
+    for rec in _RECORDERS.values():
+        rec.lock = threading.Lock()
+        rec.reset()
 
 
 def install(plan_path: str) -> None:

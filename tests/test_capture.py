@@ -1,0 +1,144 @@
+"""Captured real calls as inputs, through the real CLI, on real third-party code.
+
+The project is tomli's pure-Python parser (pinned in the dev extra), copied into a scratch workspace
+as a user's own code, driven by tests/workloads/toml_work.py: profile it, capture the hot functions'
+calls, optimise one. And a small script (tests/captured/app.py) for what capture cannot keep, what
+the reference does not reproduce, and a failing command.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, redline, toml_workspace
+
+CAPTURED = TESTS / "captured"
+PARSER = "tomli/_parser.py"
+
+
+@pytest.fixture(scope="module")
+def toml_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tomli workspace, profiled and captured once (the default targets from the trace)."""
+    work = toml_workspace(tmp_path_factory.mktemp("tomli"))
+    prof = redline("profile", "--", sys.executable, "work.py", "20", cwd=work)
+    assert prof.returncode == 0, prof.stderr
+    cap = redline("capture", cwd=work)
+    assert cap.returncode == 0, cap.stderr
+    assert "tomli/_parser.py::parse_basic_str" in cap.stderr  # chosen from the trace by inclusive share
+    return work
+
+
+def manifest(work: Path, qual: str) -> dict:
+    return json.loads((work / ".redline" / "inputs" / f"tomli._parser.{qual}" / "manifest.json").read_text())
+
+
+def optimise(work: Path, target: str, candidates: Path, report: Path) -> dict:
+    res = redline("optimise", target, "--candidates", str(candidates), "--no-builtin", "--json", str(report),
+                  cwd=work)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(report.read_text())
+
+
+def test_capture_keeps_calls_that_cover_the_signatures_seen(toml_project: Path) -> None:
+    m = manifest(toml_project, "parse_basic_str")
+    assert m["command"] == [sys.executable, "work.py", "20"]  # the last profiled command
+    assert m["module"] == "tomli._parser" and m["calls_kept"] == 64 and m["calls_seen"] > 40_000
+    sigs = {s["signature"]: s for s in m["signatures"]}
+    # Single- and multi-line strings of several length classes: each kept, not only the commonest.
+    assert any("multiline=True" in s for s in sigs) and any("multiline=False" in s for s in sigs)
+    assert len(sigs) >= 4 and all(s["kept"] > 0 for s in sigs.values())
+    assert sum(s["kept"] for s in sigs.values()) == m["calls_kept"] == len(m["calls"])
+
+
+def test_optimise_on_captured_calls_verifies_honest_and_rejects_wrong_and_memoised(toml_project: Path,
+                                                                                  tmp_path: Path) -> None:
+    report = optimise(toml_project, f"{PARSER}::parse_basic_str", CAPTURED / "candidates", tmp_path / "r.json")
+    by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
+    honest = by_file["regex_scan.py"]
+    assert honest["status"] == "ok" and honest["speedup"] > 1.5, honest["reason"]
+    assert honest["first_seen_speedup"] is not None and "first-seen" in honest["reason"]
+    wrong = by_file["wrong_on_multiline.py"]
+    assert wrong["status"] == "incorrect" and "captured call" in wrong["reason"], wrong["reason"]
+    memo = by_file["memoised.py"]
+    assert memo["status"] == "rejected_exploit" and "remembers results" in memo["reason"], memo["reason"]
+    assert report["winner"]["id"] == honest["id"]
+    inputs = report["inputs"]
+    assert inputs["source"] == "captured" and inputs["calls"] == 64 and inputs["excluded"] == 0
+    assert inputs["command"] == [sys.executable, "work.py", "20"] and inputs["captured_at"]
+
+
+def test_a_method_is_checked_for_what_it_does_to_self(toml_project: Path, tmp_path: Path) -> None:
+    target = f"{PARSER}::NestedDict.get_or_create_nest"
+    cap = redline("capture", "--target", target, "--", sys.executable, "work.py", "5", cwd=toml_project)
+    assert cap.returncode == 0, cap.stderr
+    m = manifest(toml_project, "NestedDict.get_or_create_nest")
+    assert m["calls_kept"] > 0 and all(s["signature"].startswith("tomli._parser.NestedDict") for s in m["signatures"])
+    report = optimise(toml_project, target, CAPTURED / "methods", tmp_path / "r.json")
+    by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
+    assert by_file["honest_nest.py"]["status"] in ("ok", "not_faster"), by_file["honest_nest.py"]["reason"]
+    forgets = by_file["forgets_to_insert.py"]
+    assert forgets["status"] == "incorrect" and "mutates its inputs" in forgets["reason"], forgets["reason"]
+
+
+@pytest.fixture()
+def app(tmp_path: Path) -> Path:
+    shutil.copy(CAPTURED / "app.py", tmp_path / "app.py")
+    (tmp_path / "redline.toml").write_text("")
+    return tmp_path
+
+
+def test_unpicklable_arguments_are_named_and_their_calls_skipped(app: Path) -> None:
+    res = redline("capture", "--target", "app.py::scale", "--", sys.executable, "app.py", cwd=app)
+    assert res.returncode == 0, res.stderr
+    m = json.loads((app / ".redline/inputs/app.scale/manifest.json").read_text())
+    assert m["module"] == "__main__" and m["calls_seen"] == 30 and m["calls_kept"] == 20
+    (why, n), = m["unrecordable"].items()
+    assert n == 10 and "argument lock" in why and "_thread.lock" in why
+    assert "10 calls not kept: argument lock" in res.stdout
+
+
+def test_calls_the_reference_does_not_reproduce_are_excluded_and_counted(app: Path, tmp_path: Path) -> None:
+    assert redline("capture", "--target", "app.py::weighted", "--", sys.executable, "app.py", cwd=app).returncode == 0
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "same.py").write_text("def weighted(values):\n    total = 0.0\n    for i, v in enumerate(values):\n"
+                                   "        total += v * (i + 1) if MODE == 'plain' else v\n    return total\n")
+    report = optimise(app, "app.py::weighted", cands, tmp_path / "r.json")
+    inputs = report["inputs"]
+    assert inputs["calls"] == 20 and inputs["excluded"] == 20  # the 20 calls made after MODE changed
+    assert list(inputs["excluded_reasons"]) == ["returns another result than the recorded call (hidden state, "
+                                                "randomness or time)"]
+    assert report["candidates"][0]["status"] in ("ok", "not_faster")
+
+
+def test_a_failing_command_keeps_its_exit_code_and_what_it_called(app: Path) -> None:
+    res = redline("capture", "--target", "app.py::scale", "--", sys.executable, "app.py", "3", cwd=app)
+    assert res.returncode == 3, res.stderr
+    assert "exited with 3" in res.stderr
+    m = json.loads((app / ".redline/inputs/app.scale/manifest.json").read_text())
+    assert m["exit_code"] == 3 and m["calls_kept"] == 20
+
+
+def test_capture_bad_input_is_one_clear_error(app: Path) -> None:
+    res = redline("capture", cwd=app)
+    assert res.returncode == 2 and "redline capture: " in res.stderr and "Traceback" not in res.stderr
+    assert "redline profile" in res.stderr  # nothing to take the command or the targets from
+    res = redline("capture", "--target", "app.py::nope", "--", sys.executable, "app.py", cwd=app)
+    assert res.returncode == 2 and "no function 'nope'" in res.stderr and "scale" in res.stderr
+    res = redline("capture", "--target", "missing.py::f", "--", sys.executable, "app.py", cwd=app)
+    assert res.returncode == 2 and "missing.py: no such file" in res.stderr
+    res = redline("capture", "--target", "app.py::main", "--", sys.executable, "-c", "pass", cwd=app)
+    assert res.returncode == 2 and "never called app.py::main" in res.stderr
+
+
+def test_optimise_without_inputs_names_the_capture_command(app: Path) -> None:
+    prof = redline("profile", "--", sys.executable, "app.py", "0", "0.5", cwd=app)
+    assert prof.returncode == 0, prof.stderr
+    res = redline("optimise", "app.py::scale", cwd=app)
+    assert res.returncode == 2, res.stderr
+    assert f"redline capture --target app.py::scale -- {sys.executable} app.py 0 0.5" in res.stderr
+    assert "Traceback" not in res.stderr
