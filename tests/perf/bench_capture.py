@@ -24,7 +24,6 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 sys.path.insert(0, str(TESTS))
 from helpers import toml_workspace  # noqa: E402
-
 from redline.evaluator.inputs.capture import capture_target, run_capture  # noqa: E402
 
 
