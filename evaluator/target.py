@@ -19,6 +19,14 @@ class TargetError(Exception):
     """The target or its inputs cannot be used (CLI exit 2)."""
 
 
+class NoInputs(TargetError):
+    """The target has no inputs yet: no --inputs, no make_inputs, no captured calls."""
+
+    def __init__(self, message: str, spec: str) -> None:
+        super().__init__(message)
+        self.spec = spec  # FILE::QUALNAME to capture
+
+
 @dataclass(frozen=True)
 class Target:
     file: Path
@@ -123,9 +131,9 @@ def _captured(file: Path, qual: str, root: Path, file_part: str) -> InputSource:
         raise TargetError(str(exc))
     if manifest is None or manifest.calls_kept == 0:
         why = "no inputs" if manifest is None else "the last capture kept no calls"
-        raise TargetError(f"{file_part}: {why} for {qual}: record real calls with\n  "
+        raise NoInputs(f"{file_part}: {why} for {qual}: record real calls with\n  "
                           f"{capture_hint(f'{file_part}::{qual}', root)}\n(or define make_inputs(seed) in the module, or pass "
-                          "--inputs FILE::FUNC)")
+                          "--inputs FILE::FUNC)", f"{file}::{qual}")
     return InputSource("captured", store=folder, manifest=manifest)
 
 

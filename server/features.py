@@ -30,8 +30,11 @@ class Placed:
         return self.spots[0]
 
     @property
-    def hottest_self(self) -> float:
-        return max(s.self_fraction for s in self.spots)
+    def hottest(self) -> float:
+        """The largest inclusive share (own time plus the libraries it calls) over its weight kinds:
+        what decides whether it is hot, so that a function whose time goes into a library it calls
+        is offered for optimising."""
+        return max(max(s.inclusive_fraction, s.self_fraction) for s in self.spots)
 
     def current_line(self, trace_line: int) -> int:
         """1-based line in the current text of a line the trace named (offset from the def kept)."""
@@ -75,7 +78,7 @@ def diagnostics(text: str, placed: list[Placed], settings: ServerSettings) -> li
         lsp.DiagnosticSeverity.Information
     out = []
     for p in placed:
-        if p.hottest_self < settings.threshold:
+        if p.hottest < settings.threshold:
             continue
         kinds = " and ".join("CPU time" if s.kind == "cpu" else "GPU time" for s in p.spots)
         out.append(lsp.Diagnostic(
@@ -105,7 +108,7 @@ def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSetti
         return []
     out = []
     for p in placed:
-        if p.hottest_self < settings.threshold:
+        if p.hottest < settings.threshold:
             continue
         r = _def_range(text, p.fn)
         out.append(lsp.CodeLens(range=r, command=lsp.Command(title=shares(p), command="")))
@@ -117,7 +120,7 @@ def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSetti
 def code_actions(uri: str, placed: list[Placed], settings: ServerSettings, rng: lsp.Range) -> list[lsp.CodeAction]:
     out = []
     for p in placed:
-        if p.fn.line - 1 <= rng.end.line and rng.start.line <= p.fn.end_line - 1 and p.hottest_self >= settings.threshold:
+        if p.fn.line - 1 <= rng.end.line and rng.start.line <= p.fn.end_line - 1 and p.hottest >= settings.threshold:
             out.append(lsp.CodeAction(
                 title="Optimise hotspot", kind=lsp.CodeActionKind.RefactorRewrite,
                 command=lsp.Command(title="Optimise hotspot", command=OPTIMISE_COMMAND,

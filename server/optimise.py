@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import shlex
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -13,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.uris import from_fs_path, to_fs_path
+from redline.evaluator.inputs.capture import CaptureError, capture_target, run_capture
+from redline.evaluator.inputs.store import StoreError, read_last_profile
 from redline.evaluator.loop import Budget, hotspot_note, optimise
 from redline.evaluator.models import EvalSettings, Limits, Report
 from redline.evaluator.proposers import Proposer
 from redline.evaluator.proposers.builtin import builtin_proposers
-from redline.evaluator.target import Target, TargetError, apply_candidate, load_target
+from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
 
 if TYPE_CHECKING:
     from .main import RedlineServer
@@ -85,8 +88,13 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     doc = ls.workspace.text_documents.get(a.uri)
     if doc is not None and doc.source != Path(path).read_text():
         raise CommandError("the file has unsaved changes; save it before optimising")
+    spec = f"{path}::{a.function}"
+    capture: tuple[list[str], Path] | None = None
+    target: Target | None = None
     try:
-        target = load_target(f"{path}::{a.function}")
+        target = load_target(spec)
+    except NoInputs:
+        capture = capture_command(ls, a.function)
     except TargetError as exc:
         raise CommandError(str(exc))
     proposers = proposers_for(ls)
@@ -95,24 +103,12 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:10]
     cancel = threading.Event()
     ls.runs.running[run_id] = cancel
-    token = f"redline-optimise-{run_id}"
     loop = asyncio.get_running_loop()
     progress = ls.work_done_progress
-    if _supports_progress(ls):
-        try:
-            await progress.create_async(token)
-            fut = progress.tokens.get(token)
-            if fut is not None:
-                fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-        except Exception:  # a client that refuses progress still gets the result
-            token = ""
-    else:
-        token = ""
-    if token:
-        progress.begin(token, lsp.WorkDoneProgressBegin(title=f"redline: optimising {a.function}", cancellable=True,
-                                                        message="starting", percentage=0))
     version = doc.version if doc is not None else None
     budget = Budget(candidates=ls.settings.budget, rounds=ls.settings.rounds, wall_s=ls.settings.timeLimit)
+
+    token = ""
 
     def report_progress(event: str, data: dict[str, object]) -> None:
         if not token or event not in ("candidate_start", "candidate_done", "regression"):
@@ -137,6 +133,7 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     backend, address = ls.settings.backend, ls.settings.rayAddress or None
 
     def work() -> Report:
+        assert target is not None
         make_pool = None
         if backend == "ray":
             from redline.evaluator.ray_pool import ray_factory
@@ -146,6 +143,14 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
                         make_pool=make_pool)
 
     async def run() -> None:
+        nonlocal target, token
+        if target is None:
+            assert capture is not None
+            target = await capture_first(ls, a, spec, capture, cancel)
+            if target is None:
+                ls.runs.running.pop(run_id, None)
+                return
+        token = await begin_progress(ls, f"redline-optimise-{run_id}", f"redline: optimising {a.function}", cancel)
         try:
             report = await loop.run_in_executor(None, work)
         except Exception as exc:  # an evaluator failure must not take the server down
@@ -155,10 +160,74 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
             return
         finally:
             ls.runs.running.pop(run_id, None)
+        assert target is not None
         await finish(ls, a, target, report, run_id, version, token, cancel.is_set())
 
     ls.background(run())
-    return {"runId": run_id, "started": True}
+    return {"runId": run_id, "started": True, "capturing": capture is not None}
+
+
+async def begin_progress(ls: RedlineServer, token: str, title: str, cancel: threading.Event) -> str:
+    """A cancellable work-done progress (its token), or "" for a client that has none or refuses it."""
+    if not _supports_progress(ls):
+        return ""
+    progress = ls.work_done_progress
+    try:
+        await progress.create_async(token)
+        fut = progress.tokens.get(token)
+        if fut is not None:
+            fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+    except Exception:  # a client that refuses progress still gets the result
+        return ""
+    progress.begin(token, lsp.WorkDoneProgressBegin(title=title, cancellable=True, message="starting", percentage=0))
+    return token
+
+
+def capture_command(ls: RedlineServer, function: str) -> tuple[list[str], Path]:
+    """The command whose calls are captured for a function without inputs, and where it runs:
+    `redline.captureCommand`, else the command of the last `redline profile` in the workspace."""
+    if ls.settings.captureCommand.strip():
+        return shlex.split(ls.settings.captureCommand), ls.store.root
+    try:
+        last = read_last_profile(ls.store.root)
+    except StoreError as exc:
+        raise CommandError(str(exc))
+    if last is None:
+        raise CommandError(f"{function} has no inputs: set redline.captureCommand to the command that runs your "
+                           "program (or profile it with `redline profile -- CMD`) so that its real calls can be "
+                           "captured, or define make_inputs(seed) in its module")
+    return last.command, Path(last.cwd)
+
+
+async def capture_first(ls: RedlineServer, a: OptimiseArgs, spec: str, capture: tuple[list[str], Path],
+                        cancel: threading.Event) -> Target | None:
+    """Offer to capture the function's real calls, capture them (progress, cancel), and load the target
+    with them; None where the user declines or nothing usable was captured (the user is told why)."""
+    cmd, cwd = capture
+    choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
+        type=lsp.MessageType.Info,
+        message=f"redline: {a.function} has no inputs. Capture its real calls by running `{shlex.join(cmd)}`?",
+        actions=[lsp.MessageActionItem("Capture and optimise"), lsp.MessageActionItem("Cancel")]))
+    if choice is None or choice.title != "Capture and optimise":
+        return None
+    token = await begin_progress(ls, f"redline-capture-{uuid.uuid4().hex[:10]}",
+                                 f"redline: capturing calls of {a.function}", cancel)
+    progress = ls.work_done_progress
+    loop = asyncio.get_running_loop()
+    summary, target = "", None
+    try:
+        targets = [capture_target(spec)]
+        result = await loop.run_in_executor(None, lambda: run_capture(targets, cmd, cwd, cancel=cancel))
+        m = result.manifests[0][1]
+        summary = f"kept {m.calls_kept} of {m.calls_seen} calls" + \
+            (f" (the command exited with {result.exit_code})" if result.exit_code else "")
+        target = load_target(spec)
+    except (CaptureError, TargetError) as exc:
+        summary = str(exc).splitlines()[0]
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"redline: capture: {exc}"))
+    if token:
+        progress.end(token, lsp.WorkDoneProgressEnd(message=summary))
+    return target
 
 
 def _supports_progress(ls: RedlineServer) -> bool:

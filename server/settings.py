@@ -18,7 +18,9 @@ class ServerSettings(BaseModel):
         default=[".redline/*.json", ".redline/*.txt", "*.speedscope.json", "*.sqlite", "*.nsys-rep"],
         description="Trace files to load, as glob patterns relative to the workspace root.")
     threshold: float = Field(default=0.05, ge=0, le=1,
-                             description="Smallest self share (0-1) of a function that gets a diagnostic and a code lens.")
+                             description="Smallest inclusive share (0-1: its own time plus the libraries it "
+                                         "calls) of a function that gets a diagnostic, a code lens and the "
+                                         "Optimise action.")
     diagnosticSeverity: Literal["information", "hint"] = Field(
         default="information", description="Severity of hot-function diagnostics.")
     inlayHints: bool = Field(default=True, description="Show self/total shares as inlay hints after hot function names.")
@@ -37,6 +39,9 @@ class ServerSettings(BaseModel):
         default="local", description="Where candidates are evaluated: this machine, or a Ray cluster.")
     rayAddress: str = Field(default="", description="Ray cluster address (HOST:PORT, ray://HOST:PORT or auto); "
                                                     "empty for $RAY_ADDRESS, else a new local Ray.")
+    captureCommand: str = Field(default="", description="Command that runs your program, whose real calls of a "
+                                                        "function without inputs are captured before optimising "
+                                                        "it; empty for the command of the last `redline profile`.")
 
     @classmethod
     def merged(cls, current: ServerSettings, raw: Any) -> tuple[ServerSettings, str | None]:

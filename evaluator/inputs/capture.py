@@ -15,8 +15,10 @@ import platform
 import random
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,8 +97,9 @@ def script_command(cmd: list[str]) -> list[str]:
 
 
 def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
-                max_mb: float = 256.0) -> CaptureResult:
-    """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests."""
+                max_mb: float = 256.0, cancel: threading.Event | None = None) -> CaptureResult:
+    """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests.
+    Setting `cancel` kills the command's process group; what it had kept is not written."""
     if calls < 1:
         raise CaptureError("--calls must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
@@ -108,11 +111,7 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), env.get("PYTHONPATH", "")) if p)
         env["REDLINE_CAPTURE"] = str(work / "plan.json")
         started = datetime.datetime.now(datetime.timezone.utc)
-        try:
-            rc = subprocess.call(script_command(cmd), cwd=cwd, env=env)
-        except OSError as exc:
-            raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
-        rc = rc if rc >= 0 else 128 - rc
+        rc = _run(script_command(cmd), cwd, env, cancel)
         processes = _read_processes(work)
         out = []
         for t in targets:
@@ -121,6 +120,27 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         return CaptureResult(rc, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None) -> int:
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=cancel is not None)
+    except OSError as exc:
+        raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
+    try:
+        while True:
+            try:
+                rc = proc.wait(timeout=0.2 if cancel is not None else None)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    raise CaptureError("capture cancelled")
+    except KeyboardInterrupt:
+        proc.wait()  # the command got the same Ctrl-C; what it kept before is still written
+        rc = proc.returncode
+    return rc if rc >= 0 else 128 - rc
 
 
 def _read_processes(work: Path) -> list[dict[str, Any]]:

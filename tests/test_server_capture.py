@@ -1,0 +1,147 @@
+"""The editor on a function without inputs, end to end over stdio (pytest-lsp): the Optimise action is
+offered by inclusive share, and choosing it captures the function's real calls (progress), then
+optimises against them.
+
+The program (tests/workloads/diff_work.py) spends its time in difflib: its own hot function `closest`
+has little self time, so only the inclusive share makes it hot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from helpers import TESTS, redline
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+THRESHOLD = 0.3
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("diffws")
+    shutil.copy(TESTS / "workloads" / "diff_work.py", root / "app.py")
+    (root / "redline.toml").write_text("")
+    res = redline("profile", "--rate", "200", "--", sys.executable, "app.py", "300", cwd=root)
+    assert res.returncode == 0, res.stderr
+    return root
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: dict[str, list[Any]] = {}
+        self.changed = asyncio.Event()
+        self.choice = "Capture and optimise"
+
+    def record(self, method: str, params: Any) -> None:
+        self.seen.setdefault(method, []).append(params)
+        self.changed.set()
+
+    async def wait(self, method: str, timeout: float = 240) -> list[Any]:
+        async def until() -> list[Any]:
+            while not self.seen.get(method):
+                self.changed.clear()
+                await self.changed.wait()
+            return self.seen[method]
+        return await asyncio.wait_for(until(), timeout)
+
+    async def wait_any(self, *methods: str, timeout: float = 240) -> tuple[str, Any]:
+        async def until() -> tuple[str, Any]:
+            while True:
+                for m in methods:
+                    if self.seen.get(m):
+                        return m, self.seen[m][0]
+                self.changed.clear()
+                await self.changed.wait()
+        return await asyncio.wait_for(until(), timeout)
+
+
+def plain(value: Any) -> Any:
+    """pygls hands custom notifications' params over as named tuples; make them plain data again."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+EVENTS = Events()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "redline.cli", "serve"]))
+async def client(lsp_client: LanguageClient, workspace: Path) -> Any:
+    global EVENTS
+    EVENTS = Events()
+    ev = EVENTS
+    for method in ("redline/profileLoaded", "redline/runFinished", "redline/winner"):
+        lsp_client.feature(method)(lambda params, m=method: ev.record(m, params))
+
+    @lsp_client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+    def message_request(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem:
+        ev.record("showMessageRequest", params)
+        return lsp.MessageActionItem(title=ev.choice)
+
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(workspace.as_uri(), "ws")],
+        initialization_options={"budget": 2, "rounds": 1, "threshold": THRESHOLD}))
+    await ev.wait("redline/profileLoaded")
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_optimise_offered_by_inclusive_share_captures_then_optimises(client: LanguageClient,
+                                                                           workspace: Path) -> None:
+    path = workspace / "app.py"
+    uri = path.as_uri()
+    text = path.read_text()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    lines = text.splitlines()
+    def_of = {name: next(i for i, ln in enumerate(lines) if ln.startswith(f"def {name}(")) for name in ("closest", "main")}
+    trace = next((workspace / ".redline").glob("*.speedscope.json"))
+    spots = json.loads(redline("hotspots", str(trace), "--root", str(workspace), "--json").stdout)["hotspots"]
+    closest = next(h for h in spots if h["function"] == "closest")
+    assert closest["self_fraction"] < THRESHOLD < closest["inclusive_fraction"]  # hot only by inclusive share
+
+    async def actions_at(line: int) -> list[str]:
+        found = await client.text_document_code_action_async(lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(line + 1, 0), lsp.Position(line + 1, 1)),
+            lsp.CodeActionContext(diagnostics=[])))
+        return [a.title for a in found or []]
+
+    assert "Optimise hotspot" in await actions_at(def_of["closest"])
+    assert "Optimise hotspot" not in await actions_at(def_of["main"])  # its time is closest's
+
+    started = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.optimise", arguments=[{"uri": uri, "function": "closest"}]))
+    assert started["started"] is True and started["capturing"] is True
+    request = (await EVENTS.wait("showMessageRequest"))[0]
+    assert f"{sys.executable} app.py 300" in request.message and "has no inputs" in request.message
+    done = await EVENTS.wait_any("redline/runFinished", "redline/winner", timeout=300)
+    manifest = json.loads((workspace / ".redline/inputs/app.closest/manifest.json").read_text())
+    assert manifest["calls_seen"] == 300 and manifest["calls_kept"] == 64
+    capture_tokens = [t for t in client.progress_reports if str(t).startswith("redline-capture-")]
+    assert capture_tokens and "kept 64 of 300 calls" in client.progress_reports[capture_tokens[0]][-1].message
+    if done[0] == "redline/runFinished":  # no winner: the report says the run used the captured calls
+        assert plain(done[1])["report"]["inputs"]["source"] == "captured"
+    assert path.read_text() == text
+
+
+async def test_declining_the_capture_runs_nothing(client: LanguageClient, workspace: Path,
+                                                             tmp_path: Path) -> None:
+    lonely = tmp_path / "lonely.py"
+    lonely.write_text("def f(x):\n    return x + 1\n")
+    (tmp_path / "redline.toml").write_text("")
+    EVENTS.choice = "Cancel"  # the user declines the capture: nothing runs, nothing is written
+    result = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.optimise", arguments=[{"uri": lonely.as_uri(), "function": "f"}]))
+    assert result["capturing"] is True
+    await EVENTS.wait("showMessageRequest")
+    assert not (tmp_path / ".redline").exists()
