@@ -112,23 +112,14 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"redline profile: {exc}", file=sys.stderr)
         return EXIT_INFRA
     print(f"trace written to {out}")
-    _remember_profile(cmd, out)
+    from .evaluator.inputs.store import remember_profile
+
+    remember_profile(Path.cwd(), cmd, out)
     try:
         _print_table([out], Path.cwd(), args.top)
     except ParseError as exc:
         print(f"redline profile: {exc}", file=sys.stderr)
     return rc
-
-
-def _remember_profile(cmd: list[str], trace: Path) -> None:
-    """Keep what was profiled, for `redline capture` to run again."""
-    import datetime
-
-    from .evaluator.inputs.store import LastProfile, write_last_profile
-
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    write_last_profile(Path.cwd(), LastProfile(command=cmd, cwd=str(Path.cwd()), trace=str(trace.resolve()),
-                                               recorded_at=now))
 
 
 def _capture(args: argparse.Namespace) -> int:

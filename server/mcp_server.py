@@ -21,6 +21,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from redline.evaluator.apply import ApplyRefused, run_report
 from redline.evaluator.apply import apply_winner as apply_run_winner
+from redline.evaluator.inputs.capture import CaptureError, capture_target, hot_targets, run_capture
+from redline.evaluator.inputs.store import StoreError, read_last_profile, remember_profile
 from redline.evaluator.loop import Budget
 from redline.evaluator.loop import optimise as run_optimise
 from redline.evaluator.models import EvalSettings, Limits
@@ -109,6 +111,12 @@ def _reply_text(result: Any) -> str:
     return ""
 
 
+def _rooted(spec: str, resolve: Callable[[str], Path]) -> str:
+    """FILE::QUALNAME with FILE taken relative to the workspace root."""
+    file, sep, qual = spec.partition("::")
+    return f"{resolve(file)}{sep}{qual}"
+
+
 def build(root: Path) -> MCPServer:
     root = root.resolve()
     server = MCPServer("redline", instructions=(
@@ -140,10 +148,33 @@ def build(root: Path) -> MCPServer:
                                                                   else "mcp-profile.txt")
         try:
             rc = await anyio.to_thread.run_sync(lambda: record(command, out, fmt=format, subprocesses=subprocesses))
+            remember_profile(root, command, out)
             doc = hotspot_report([out], root, top)
         except (RecordError, ParseError) as exc:
             raise ToolError(str(exc))
         return {"trace": str(out), "exit_code": rc, "hotspots": doc.model_dump(mode="json")["hotspots"]}
+
+    @server.tool()
+    async def capture(command: list[str] | None = None, targets: list[str] | None = None, top: int = 3,
+                      calls: int = 64, max_mb: float = 256.0) -> dict[str, Any]:
+        """Run a command (default: the last profiled one) and keep real calls of functions (FILE::QUALNAME;
+        default: the `top` hottest of the workspace's own code in the latest trace) as their inputs, for
+        optimise. Returns the command's exit code and, per function, the calls kept and what was not."""
+        try:
+            cmd, cwd = list(command or []), root
+            if not cmd:
+                last = read_last_profile(root)
+                if last is None:
+                    raise CaptureError("give the command, e.g. ['python', 'app.py'] (no profile was recorded here)")
+                cmd, cwd = last.command, Path(last.cwd)
+            chosen = [capture_target(_rooted(t, resolve)) for t in targets or []] or hot_targets(root, top)[1]
+            result = await anyio.to_thread.run_sync(lambda: run_capture(chosen, cmd, cwd, calls, max_mb))
+        except (CaptureError, StoreError) as exc:
+            raise ToolError(str(exc))
+        return {"exit_code": result.exit_code, "command": cmd, "targets": [
+            {"target": t.spec, "store": str(folder), "calls_seen": m.calls_seen, "calls_kept": m.calls_kept,
+             "signatures": len(m.signatures), "not_kept": {**m.unrecordable, **m.dropped}}
+            for t, m, folder in result.manifests]}
 
     runs_in_flight: dict[str, _Run] = {}
 

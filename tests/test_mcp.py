@@ -174,3 +174,21 @@ async def test_a_forged_request_state_is_refused_and_the_server_answers_on(works
             await client.session.call_tool("optimise", {"file": "app.py", "function": "rolling_zscore"},
                                            request_state="forged", allow_input_required=True)
         assert {t.name for t in (await client.list_tools()).tools} >= {"optimise"}
+
+
+async def test_capture_tool_then_optimise_on_the_captured_calls(tmp_path: Path) -> None:
+    shutil.copy(REPO / "tests" / "captured" / "app.py", tmp_path / "app.py")
+    (tmp_path / "redline.toml").write_text("")
+    async with Client(params(tmp_path)) as client:
+        result = await client.call_tool("optimise", {"file": "app.py", "function": "scale", "budget": 1})
+        assert result.is_error and "redline capture --target" in result.content[0].text
+        captured = data(await client.call_tool("capture", {"command": [sys.executable, "app.py"],
+                                                           "targets": ["app.py::scale"]}))
+        assert captured["exit_code"] == 0
+        (entry,) = captured["targets"]
+        assert entry["target"] == "app.py::scale" and entry["calls_seen"] == 30 and entry["calls_kept"] == 20
+        assert any("argument lock" in why for why in entry["not_kept"])
+        report = data(await client.call_tool("optimise", {"file": "app.py", "function": "scale", "budget": 1}))
+        assert report["inputs"]["source"] == "captured" and report["inputs"]["calls"] == 20
+        bad = await client.call_tool("capture", {"targets": ["app.py::nope"], "command": [sys.executable, "app.py"]})
+        assert bad.is_error and "no function 'nope'" in bad.content[0].text

@@ -103,7 +103,12 @@ def read_last_profile(root: Path) -> LastProfile | None:
         raise StoreError(f"{path}: not a redline profile record ({_first_error(exc)})")
 
 
-def write_last_profile(root: Path, record: LastProfile) -> None:
+def remember_profile(root: Path, command: list[str], trace: Path) -> None:
+    """Keep what `redline profile` ran under `root` (its working directory), for capture to run again."""
+    import datetime
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    record = LastProfile(command=list(command), cwd=str(root), trace=str(trace.resolve()), recorded_at=now)
     path = root / LAST_PROFILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(record.model_dump_json(indent=2))
