@@ -10,8 +10,8 @@ from typing import Any
 
 # (rtol, atol): torch.testing.assert_close's defaults, except atol for half precisions. An eager
 # bf16/fp16 chain rounds every intermediate, and a fused kernel that keeps fp32 intermediates differs
-# from it by about one ulp of the intermediates near zero (seen on the H200: 3e-3 where eager gave
-# -0.0); torch.testing's atol of 1e-5 would reject every fused rewrite, including torch.compile's.
+# from it by about one ulp of the intermediates near zero (3e-3 where eager gives -0.0); torch.testing's
+# atol of 1e-5 would reject every fused rewrite, including torch.compile's.
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (1.3e-6, 1e-5), "tf32": (1e-3, 1e-5),
     "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7),

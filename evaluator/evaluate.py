@@ -178,12 +178,8 @@ class Evaluator:
         """The compiler cache of one trusted code (the target's, or one built-in variant's): shared by
         the workers that run that same code (its timing, its Nsight Compute run, the head-to-head),
         never between variants: a variant's tuned artefacts must not reach the head-to-head's plain
-        torch.compile (suspected on the H200, where one shared directory per run had the head-to-head
-        find 0.99x for winners 1.16x-1.30x faster than the run's own torch.compile candidate).
-        Code in inductor's multi-kernel mode gets a fresh cache for every worker: compiling it again
-        from a warm cache failed (torch 2.11 on the H200: BackendCompilerFailed, "'NoneType' object
-        does not support the context manager protocol") in the head-to-head of softmax and rmsnorm
-        winners, while its first compile had passed."""
+        torch.compile. Code in inductor's multi-kernel mode gets a fresh cache for every worker:
+        compiling it again from a warm cache makes inductor raise (the trust model's Sandbox)."""
         if self._cache is None:
             self._cache = tempfile.mkdtemp(prefix="redline-compile-")
         key = hashlib.sha256(candidate.encode()).hexdigest()[:16] if candidate is not None else "target"

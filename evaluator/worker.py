@@ -616,8 +616,8 @@ class Cuda:
         """On the calling stream: a device-side wait (`ahead_s`), the call's inputs made ready (`ready`:
         storages whose bits op_time inverted, inverted back), a cold L2 (the flush), and behind them the
         start event. The host enqueues the call while the GPU is still busy, so the events
-        time the GPU's work, not the launch latency of an idle device (which added 40-115 µs to a
-        torch.compile call on the H200); and work on a stream that does not wait for the calling
+        time the GPU's work, not the launch latency of an idle device; and work on a stream that does
+        not wait for the calling
         stream, started during the wait, reads inputs that are not ready yet, as it would in a program."""
         stream = self.current_stream()
         self.hold(self.ahead_s)
@@ -647,9 +647,8 @@ class Cuda:
     def measure_overhead(self, calls: int = 7) -> None:
         """What the wait for the whole device costs after an empty call made exactly the way a timed
         call is (the same head start, the flush, the events), so that the host wakes from the end
-        event and waits in the same state as after a call. Cheaper measures (an idle device, a capped
-        head start) mis-set it on the H200 and charged honest calls: see the trust model's Timing.
-        Seven head starts per batch: at most 35 ms, where calls take milliseconds."""
+        event and waits in the same state as after a call (an idle device's cost is lower, and would
+        charge honest calls: the trust model's GPU timing). Seven head starts per batch: at most 35 ms."""
         samples = []
         for _ in range(calls):
             _start, end, stream = self.begin()

@@ -1,14 +1,14 @@
 """Benchmark (device only): eager, torch.compile and redline's built-in winner on the H200.
 
 Run on the GPU machine: python3 tests/perf/bench_gpu.py [workload|kernelbench|all|NAME,NAME...] [OUT_DIR] [SEARCH_S]
-- workload: `gelu_bias`, `rmsnorm`, `softmax_naive` of ../shared/fixtures/gpu/workload, 16384x8192 bf16;
+- workload: `gelu_bias`, `rmsnorm`, `softmax_naive` of tests/fixtures/gpu/workload, 16384x8192 bf16;
 - kernelbench: three KernelBench-style problems (class Model, get_inputs, get_init_inputs) below.
 For each: the bench times eager and torch.compile(default) itself (CUDA events, L2 flushed before
 every call, median of 5 repeats of 200 calls), runs `redline optimise --device cuda` with the
 built-in proposers through the real CLI, loads the winner's code and times it the same way.
 Printed side by side: times, winner / torch.compile, share of the measured copy bandwidth
 (bytes of inputs and output per call / time), repeat-to-repeat spread, and redline's own reported
-speedup with its interval and energy per call. Targets (issue 8): winner / torch.compile geomean
+speedup with its interval and energy per call. Targets: winner / torch.compile geomean
 >= 1.0, >= 85% of copy bandwidth on the memory-bound ops, spread <= 1%.
 """
 

@@ -44,8 +44,8 @@ print("ok", tuple(out.shape))
 '''
 
 
-# Plain torch.compile (session 8: both processes passed) and the multi-kernel variant whose second
-# compile raised in redline's head-to-head (not yet run here).
+# Plain torch.compile, and the multi-kernel variant whose second compile from a warm cache raised in
+# redline's head-to-head.
 WARM_MODES = {"default": {}, "multi-kernel": MULTI_KERNEL}
 
 
