@@ -292,7 +292,30 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach(paintHeat)),
   );
   refreshStatus();
+  watchInterpreter(context);
   await startClient(context);
+}
+
+/** The server runs in the chosen interpreter: restart it when that choice changes (the
+ * `redline.interpreter` setting, or the Python extension's active environment when it is unset). */
+function watchInterpreter(context: vscode.ExtensionContext): void {
+  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration("redline.interpreter")) void restart(context);
+  }));
+  const py = vscode.extensions.getExtension("ms-python.python");
+  if (!py) return;
+  void (async () => {
+    try {
+      const api = py.isActive ? py.exports : await py.activate();
+      const onChange = api?.environments?.onDidChangeActiveEnvironmentPath;
+      if (typeof onChange !== "function") return;
+      context.subscriptions.push(onChange(() => {
+        if (!vscode.workspace.getConfiguration("redline").get<string>("interpreter")) void restart(context);
+      }));
+    } catch (err) {
+      output.appendLine(`redline: cannot follow the Python extension's interpreter: ${err}`);
+    }
+  })();
 }
 
 export async function deactivate(): Promise<void> {
