@@ -205,7 +205,7 @@ def _print_table(traces: list[Any], root: Path, top: int) -> None:
 
 
 def _optimise(args: argparse.Namespace) -> int:
-    from .evaluator.cli import run_optimise
+    from .commands.optimise import run_optimise
 
     return run_optimise(args)
 
@@ -219,7 +219,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     try:
-        from .server.mcp_server import serve
+        from .mcp_server import serve
     except ImportError:
         print("redline mcp: the MCP SDK is not installed: pip install 'redline[mcp]'", file=sys.stderr)
         return EXIT_INFRA
@@ -228,7 +228,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .evaluator.demo import run_demo
+    from .commands.demo import run_demo
 
     return run_demo(args.workdir)
 

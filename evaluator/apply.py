@@ -27,16 +27,22 @@ def run_report(runs_dir: Path, run_id: str) -> Report:
         raise ApplyRefused(f"{path}: not a redline report ({exc.errors()[0]['msg']})")
 
 
+def unchanged(file: Path, sha256: str) -> bool:
+    """Whether `file`'s bytes are still those a run read (sha256), byte for byte: newlines included."""
+    try:
+        return hashlib.sha256(file.read_bytes()).hexdigest() == sha256
+    except OSError:
+        return False
+
+
 def apply_winner(report: Report) -> str:
     """Write the winner into its file; returns the file's path. Refuses a changed file."""
     if report.winner is None:
         raise ApplyRefused("the run has no verified winner")
     file = Path(report.target.file)
-    try:
-        current = file.read_bytes()
-    except OSError as exc:
-        raise ApplyRefused(f"{file}: cannot read ({exc.strerror})")
-    if hashlib.sha256(current).hexdigest() != report.target.sha256:
+    if not file.is_file():
+        raise ApplyRefused(f"{file}: no such file")
+    if not unchanged(file, report.target.sha256):
         raise ApplyRefused(f"{file} changed since the run began; run the optimisation again")
     code = next((c.code for c in report.candidates if c.id == report.winner.id), None)
     if code is None:
@@ -45,5 +51,5 @@ def apply_winner(report: Report) -> str:
         target = load_target(f"{file}::{report.target.function}")
     except TargetError as exc:
         raise ApplyRefused(str(exc))
-    file.write_text(apply_candidate(target, code))
+    file.write_bytes(apply_candidate(target, code).encode())  # newlines as the file has them
     return str(file)

@@ -156,3 +156,4 @@ class Report(_Model):
     backend: str = "local"
     hardware: str = ""  # the hardware the winner and baseline were measured on
     inputs: InputsInfo | None = None  # where the inputs came from
+    cancelled: bool = False  # stopped by the user (Ctrl-C, the editor's cancel); what was verified before stands

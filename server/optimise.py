@@ -14,13 +14,16 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.uris import from_fs_path, to_fs_path
+from redline.evaluator.apply import unchanged
 from redline.evaluator.inputs.capture import CaptureError, capture_target, run_capture
 from redline.evaluator.inputs.store import StoreError, read_last_profile
-from redline.evaluator.loop import Budget, hotspot_note, optimise
-from redline.evaluator.models import EvalSettings, Limits, Report
-from redline.evaluator.proposers import Proposer
-from redline.evaluator.proposers.builtin import builtin_proposers
+from redline.evaluator.models import Report
+from redline.evaluator.progress import CandidateDone, Event, ProposerFailed, VersusCompile, describe
+from redline.evaluator.proposers import hotspot_note
+from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
+
+from .settings import ServerSettings
 
 if TYPE_CHECKING:
     from .main import RedlineServer
@@ -69,14 +72,13 @@ def parse_args(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
         raise CommandError(f"bad argument {'.'.join(str(x) for x in err['loc']) or 'object'}: {err['msg']}")
 
 
-def proposers_for(ls: RedlineServer) -> list[Proposer]:
-    s = ls.settings
-    out: list[Proposer] = builtin_proposers() if s.builtinProposers else []
-    if s.llmBaseUrl:
-        from redline.evaluator.proposers.llm import LLMProposer, LLMSettings
-
-        out.append(LLMProposer(LLMSettings(base_url=s.llmBaseUrl, model=s.llmModel or "gpt-4o-mini")))
-    return out
+def run_options(settings: ServerSettings) -> RunOptions:
+    """The run the editor's settings ask for."""
+    s = settings
+    return RunOptions(builtin=s.builtinProposers, llm=LLMOptions(base_url=s.llmBaseUrl, model=s.llmModel)
+                      if s.llmBaseUrl else None, device=s.device, candidate_timeout=s.candidateTimeout,
+                      budget=s.budget, rounds=s.rounds, time_limit=s.timeLimit, backend=s.backend,
+                      ray_address=s.rayAddress or None)
 
 
 async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -86,7 +88,7 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if path is None or not Path(path).is_file():
         raise CommandError(f"{a.uri} is not a file on disk")
     doc = ls.workspace.text_documents.get(a.uri)
-    if doc is not None and doc.source != Path(path).read_text():
+    if doc is not None and doc.source != Path(path).read_bytes().decode("utf-8", "replace"):
         raise CommandError("the file has unsaved changes; save it before optimising")
     spec = f"{path}::{a.function}"
     capture: tuple[list[str], Path] | None = None
@@ -97,8 +99,8 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         capture = capture_command(ls, a.function)
     except TargetError as exc:
         raise CommandError(str(exc))
-    proposers = proposers_for(ls)
-    if not proposers:
+    options = run_options(ls.settings)
+    if not options.builtin and options.llm is None:
         raise CommandError("no proposer: enable redline.builtinProposers or set redline.llmBaseUrl")
     run_id = uuid.uuid4().hex[:10]
     cancel = threading.Event()
@@ -106,41 +108,21 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     progress = ls.work_done_progress
     version = doc.version if doc is not None else None
-    budget = Budget(candidates=ls.settings.budget, rounds=ls.settings.rounds, wall_s=ls.settings.timeLimit)
-
     token = ""
 
-    def report_progress(event: str, data: dict[str, object]) -> None:
-        if not token or event not in ("candidate_start", "candidate_done", "regression"):
+    def report_progress(event: Event) -> None:
+        if not token or isinstance(event, (VersusCompile, ProposerFailed)):
             return
-        if event == "candidate_start":
-            msg = f"round {data['round']}: evaluating {data['id']} ({data['origin']})"
-        elif event == "regression":
-            msg = f"running the project's tests on {data['id']}"
-        else:
-            best = data.get("best")
-            msg = (f"round {data['round']} · {data['tried']} tried · {data['id']} {data['status']}: "
-                   f"{str(data['reason'])[:120]} · best " + (f"{best:.2f}x" if isinstance(best, float) else "none"))
-        tried = data.get("tried")
-        pct = min(99, int(100 * int(tried) / budget.candidates)) if isinstance(tried, int) else None
-        loop.call_soon_threadsafe(progress.report, token, lsp.WorkDoneProgressReport(message=msg, percentage=pct))
-
-    settings = EvalSettings(device=ls.settings.device, limits=Limits(wall_s=ls.settings.candidateTimeout))
+        pct = min(99, int(100 * event.tried / options.budget)) if isinstance(event, CandidateDone) else None
+        loop.call_soon_threadsafe(progress.report, token, lsp.WorkDoneProgressReport(
+            message=describe(event, reason_chars=120), percentage=pct))
 
     spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
     note = hotspot_note(spot) if spot is not None else ""
 
-    backend, address = ls.settings.backend, ls.settings.rayAddress or None
-
     def work() -> Report:
         assert target is not None
-        make_pool = None
-        if backend == "ray":
-            from redline.evaluator.ray_pool import ray_factory
-
-            make_pool = ray_factory(address)
-        return optimise(target, proposers, settings, budget, report_progress, cancel, hotspot_note=note,
-                        make_pool=make_pool)
+        return execute(target, options, report_progress, cancel, hotspot_note=note)
 
     async def run() -> None:
         nonlocal target, token
@@ -299,8 +281,11 @@ async def apply(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if offer is None:
         raise CommandError(f"no winner waiting for run {a.runId} (already applied or discarded?)")
     doc = ls.workspace.text_documents.get(offer.uri)
-    current = doc.source if doc is not None else Path(offer.target.file).read_text()
-    if current != offer.target.source or (doc is not None and offer.version is not None and doc.version != offer.version):
+    if doc is None:
+        stale = not unchanged(offer.target.file, offer.target.digest)
+    else:
+        stale = doc.source != offer.target.source or (offer.version is not None and doc.version != offer.version)
+    if stale:
         reason = "the document changed since the run began; run Optimise again"
         ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, f"redline: not applied: {reason}"))
         return {"applied": False, "reason": reason}

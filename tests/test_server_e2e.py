@@ -17,6 +17,7 @@ import pytest
 import pytest_lsp
 from helpers import REPO, py_spy_record
 from lsprotocol import types as lsp
+from redline.profilers import report
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 DEMO = REPO / "examples" / "demo" / "app.py"
@@ -135,8 +136,13 @@ async def test_lenses_hints_hover_and_edits_that_move_them(client: LanguageClien
     uri = open_doc(client, path)
     line = def_line(path, "rolling_zscore")
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-    assert lenses and {ln.range.start.line for ln in lenses} == {line}
-    optimise = [ln for ln in lenses if ln.command and ln.command.command == "redline.optimise"]
+    # Lenses go on every function of the file whose inclusive share reaches the threshold (5%).
+    hot = {def_line(path, h.function) for h in report([workspace / ".redline" / "app.speedscope.json"],
+                                                      workspace).hotspots
+           if h.file == "app.py" and h.inclusive_fraction >= 0.05 and h.function != "<module>"}
+    assert line in hot and {ln.range.start.line for ln in lenses} == hot
+    optimise = [ln for ln in lenses if ln.command and ln.command.command == "redline.optimise"
+                and ln.range.start.line == line]
     assert plain(optimise[0].command.arguments) == [{"uri": uri, "function": "rolling_zscore"}]
     hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(200, 0))))
@@ -152,7 +158,7 @@ async def test_lenses_hints_hover_and_edits_that_move_them(client: LanguageClien
         [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
                                               text="# one\n# two\n# three\n")]))
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-    assert {ln.range.start.line for ln in lenses} == {line + 3}
+    assert {ln.range.start.line for ln in lenses} == {h + 3 for h in hot}
 
 
 async def test_code_action_optimise_progress_and_versioned_apply(client: LanguageClient, workspace: Path) -> None:

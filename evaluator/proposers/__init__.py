@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from redline.profilers import Hotspot
+
 from ..models import CandidateResult
 from ..target import Target
 
@@ -32,6 +34,7 @@ class Context:
     inputs: list[str] = field(default_factory=list)  # each argument's type, dtype, shape (from the sandbox)
     hardware: str = ""  # what candidates are measured on
     device: str = "cpu"
+    inputs_from: str = "make_inputs"  # or "captured", "kernelbench"
 
 
 class Proposer:
@@ -39,3 +42,16 @@ class Proposer:
 
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError
+
+
+def hotspot_note(spot: Hotspot) -> str:
+    """What a prompt says about the target's place in the profile: shares, hot lines, kernels."""
+    parts = [f"{spot.kind.upper()} self {spot.self_fraction:.1%}, total {spot.total_fraction:.1%} of the profile"]
+    if spot.callees:
+        parts.append("calls " + ", ".join(f"{c.function} {c.fraction:.1%}" for c in spot.callees[:4]))
+    hot = sorted((lw for lw in spot.lines if lw.self_weight > 0), key=lambda lw: -lw.self_weight)[:4]
+    if hot:
+        parts.append("hottest lines " + ", ".join(f"L{lw.line} ({lw.fraction:.1%})" for lw in hot))
+    if spot.kernels:
+        parts.append("kernels " + ", ".join(f"{k.name[:60]} x{k.count} {k.time_s * 1e6:.1f} us" for k in spot.kernels[:4]))
+    return "; ".join(parts)

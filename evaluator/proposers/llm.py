@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,7 +68,9 @@ def build_prompt(ctx: Context) -> str:
              f"The function (lines {t.fn.line}-{t.fn.end_line}):\n```python\n{t.function_source}```",
              f"The whole module, for context:\n```python\n{t.source[:12000]}```"]
     if ctx.inputs:
-        parts.append("It is timed on arguments like these (from make_inputs; values are fresh each call):\n"
+        where = "real calls captured from the program's own run, this one among them" if ctx.inputs_from == "captured" \
+            else "from make_inputs; values are fresh each call"
+        parts.append(f"It is timed on arguments like these ({where}):\n"
                      + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(ctx.inputs)))
     if ctx.hotspot_note:
         parts.append("Profile: " + ctx.hotspot_note)
@@ -94,6 +97,33 @@ def apply_search_replace(base: str, reply: str) -> str | None:
             return None
         out = out.replace(search, replace)
     return out
+
+
+def code_from_reply(reply: str, base: str) -> str:
+    """A reply's candidate: its first ```python block, else its SEARCH/REPLACE edits applied to `base`;
+    else an empty candidate whose build error says why, so the next round's prompt asks for full code."""
+    code = extract_code(reply)
+    if code is None:
+        code = apply_search_replace(base, reply)
+    return code if code is not None else \
+        "# the reply held no ```python block and no SEARCH/REPLACE edit that applies\n"
+
+
+class AskingProposer(Proposer):
+    """Candidates from a model reached through `ask` (prompts in, reply texts out, in order), such as an
+    MCP client's own model through sampling; the prompts and the reading of replies are this module's."""
+
+    def __init__(self, ask: Callable[[list[str]], list[str]], name: str = "client-model", per_round: int = 2) -> None:
+        self.ask = ask
+        self.name = name
+        self.per_round = per_round
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        prompt = build_prompt(ctx)
+        base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
+        return [Proposal(code=code_from_reply(text, base), origin=self.name, approach="client rewrite",
+                         parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=text)
+                for text in self.ask([prompt] * self.per_round)]
 
 
 class LLMProposer(Proposer):
@@ -140,13 +170,6 @@ class LLMProposer(Proposer):
         out = []
         base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
         for reply, tokens in replies:
-            code = extract_code(reply)
-            if code is None:
-                code = apply_search_replace(base, reply)
-            if code is None:
-                # Garbage or a diff that does not apply: an empty candidate whose build error says why,
-                # so the next round's prompt asks for the full-code form.
-                code = "# the reply held no ```python block and no SEARCH/REPLACE edit that applies\n"
-            out.append(Proposal(code=code, origin=f"llm:{model}", approach="llm rewrite",
+            out.append(Proposal(code=code_from_reply(reply, base), origin=f"llm:{model}", approach="llm rewrite",
                                 parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=reply, tokens=tokens))
         return out

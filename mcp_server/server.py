@@ -23,14 +23,10 @@ from redline.evaluator.apply import ApplyRefused, run_report
 from redline.evaluator.apply import apply_winner as apply_run_winner
 from redline.evaluator.inputs.capture import CaptureError, capture_target, hot_targets, run_capture
 from redline.evaluator.inputs.store import StoreError, read_last_profile, remember_profile
-from redline.evaluator.loop import Budget
-from redline.evaluator.loop import optimise as run_optimise
-from redline.evaluator.models import EvalSettings, Limits
-from redline.evaluator.proposers import Context as ProposalContext
-from redline.evaluator.proposers import Proposal, Proposer
-from redline.evaluator.proposers.builtin import builtin_proposers
-from redline.evaluator.proposers.llm import SYSTEM, apply_search_replace, build_prompt
-from redline.evaluator.target import TargetError, extract_code, load_target
+from redline.evaluator.progress import CandidateDone, Event, describe
+from redline.evaluator.proposers.llm import SYSTEM, AskingProposer
+from redline.evaluator.run import LLMOptions, RunOptions, execute
+from redline.evaluator.target import TargetError, load_target
 from redline.profilers import ParseError
 from redline.profilers import report as hotspot_report
 from redline.profilers.record import RecordError, record
@@ -73,26 +69,6 @@ class _Run:
         except queue.Empty:
             self.cancel.set()
             raise RuntimeError(f"the MCP client did not answer within {ANSWER_TIMEOUT_S:.0f} s; the run was cancelled")
-
-
-class ClientModelProposer(Proposer):
-    """Candidates from the MCP client's own model (sampling), asked through the call's `_Run`."""
-
-    name = "client-model"
-
-    def __init__(self, run: _Run, per_round: int = 2) -> None:
-        self.run = run
-        self.per_round = per_round
-
-    def propose(self, ctx: ProposalContext) -> list[Proposal]:
-        prompt = build_prompt(ctx)
-        out = []
-        for text in self.run.ask([prompt] * self.per_round):
-            code = extract_code(text) or apply_search_replace(ctx.best.code if ctx.best else ctx.target.function_source,
-                                                             text)
-            out.append(Proposal(code=code or "# the reply held no ```python block\n", origin="client-model",
-                                approach="client rewrite", prompt=prompt, reply=text))
-        return out
 
 
 def _sampling_request(prompt: str) -> types.CreateMessageRequest:
@@ -229,32 +205,23 @@ def build(root: Path) -> MCPServer:
         except TargetError as exc:
             raise ToolError(str(exc))
         run = _Run()
-        proposers: list[Proposer] = builtin_proposers() if builtin else []
-        if base_url:
-            from redline.evaluator.proposers.llm import LLMProposer, LLMSettings
-
-            proposers.append(LLMProposer(LLMSettings(base_url=base_url, model=model or "gpt-4o-mini")))
+        extra = []
         if use_client_model:
             caps = ctx.client_capabilities
             if caps is None or caps.sampling is None:
                 raise ToolError("use_client_model needs a client that offers MCP sampling, and this one does not; "
                                 "use the built-in proposers or base_url instead")
-            proposers.append(ClientModelProposer(run))
-        if not proposers:
+            extra.append(AskingProposer(run.ask))
+        if not builtin and not base_url and not extra:
             raise ToolError("no proposer: set builtin, base_url or use_client_model")
-        total = float(budget)
+        options = RunOptions(builtin=builtin, llm=LLMOptions(base_url=base_url, model=model) if base_url else None,
+                             device=device, candidate_timeout=candidate_timeout, budget=budget, rounds=rounds)
 
-        def progress(event: str, data: dict[str, object]) -> None:
-            if event != "candidate_done":
-                return
-            best, tried = data.get("best"), data["tried"]
-            msg = (f"round {data['round']} · {tried} tried · {data['id']} {data['status']}: "
-                   f"{str(data['reason'])[:120]} · best " + (f"{best:.2f}x" if isinstance(best, float) else "none"))
-            run.events.put(("progress", (float(tried) if isinstance(tried, int) else 0.0, total, msg)))
+        def progress(event: Event) -> None:
+            if isinstance(event, CandidateDone):
+                run.events.put(("progress", (float(event.tried), float(budget), describe(event, reason_chars=120))))
 
-        settings = EvalSettings(device=device, limits=Limits(wall_s=candidate_timeout))
-        run.start(lambda: run_optimise(target, proposers, settings, Budget(candidates=budget, rounds=rounds),
-                                       progress, run.cancel))
+        run.start(lambda: execute(target, options, progress, run.cancel, extra=extra))
         return run
 
     @server.tool()

@@ -8,15 +8,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from redline.evaluator.run import LLMOptions, RunOptions, execute
+from redline.evaluator.target import load_target
 from redline.profilers import report as hotspot_report
 from redline.profilers.record import RecordError, record
 
-from .cli import Progress, print_summary
-from .loop import Budget, optimise
-from .models import EvalSettings
-from .proposers import Proposer
-from .proposers.builtin import builtin_proposers
-from .target import load_target
+from .render import Progress, print_summary
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "demo"
 
@@ -47,14 +44,10 @@ def run_demo(workdir: Path | None = None) -> int:
     print(f"\n3. optimising {hottest.function} ({hottest.self_fraction:.0%} of the samples), offline built-in proposers"
           + (" and the LLM at $OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else ""))
     target = load_target(f"{work / 'app.py'}::{hottest.function}")
-    proposers: list[Proposer] = builtin_proposers()
-    if os.environ.get("OPENAI_BASE_URL"):
-        from .proposers.llm import LLMProposer, LLMSettings
-
-        proposers.append(LLMProposer(LLMSettings(base_url=os.environ["OPENAI_BASE_URL"],
-                                                 model=os.environ.get("REDLINE_MODEL", "gpt-4o-mini"))))
-    result = optimise(target, proposers, EvalSettings(), Budget(candidates=6, rounds=2, wall_s=90), Progress())
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    options = RunOptions(llm=LLMOptions(base_url=base_url) if base_url else None, budget=6, rounds=2, time_limit=90)
+    result = execute(target, options, Progress())
     print("\n4. result")
-    print_summary(result, target)
+    print_summary(result)
     print(f"\nrun log: {target.project_root / '.redline' / 'runs' / result.run_id}")
     return 0

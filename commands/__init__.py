@@ -1,0 +1,1 @@
+"""The command line's subcommands that need more than a few lines, and how they render a run."""

@@ -1,0 +1,79 @@
+"""`redline optimise`: progress on the terminal, the diff and speedup at the end, exit codes of DESIGN.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from redline.evaluator.apply import ApplyRefused, apply_winner
+from redline.evaluator.pool import ClusterError
+from redline.evaluator.run import LLMOptions, NoProposer, RunOptions, execute
+from redline.evaluator.target import Target, TargetError, load_target
+
+from .render import Progress, print_summary
+
+EXIT_OK, EXIT_USAGE, EXIT_INFRA, EXIT_CANCELLED = 0, 2, 3, 130
+
+
+def options(args: argparse.Namespace) -> RunOptions:
+    """The run the flags ask for; the LLM endpoint defaults to $OPENAI_BASE_URL."""
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    llm = LLMOptions(base_url=base_url, model=args.model or "", refine_model=args.refine_model,
+                     candidates_per_round=args.llm_candidates, choices_per_request=args.llm_choices,
+                     timeout_s=args.llm_timeout, retries=args.llm_retries, temperature=args.temperature,
+                     stream=not args.no_stream) if base_url else None
+    return RunOptions(builtin=not args.no_builtin, candidates=args.candidates, llm=llm, device=args.device,
+                      candidate_timeout=args.timeout, budget=args.budget or 12, rounds=args.rounds or 3,
+                      time_limit=args.time_limit or 600.0, backend=args.backend, ray_address=args.ray_address,
+                      jobs=args.jobs, ray_pip=args.ray_pip)
+
+
+def profile_note(trace: Path, target: Target) -> str:
+    """The target's hotspot in `trace`, as a line for the LLM's prompt."""
+    from redline.evaluator.proposers import hotspot_note
+    from redline.profilers import ParseError, report
+
+    rel = target.file.relative_to(target.project_root).as_posix()
+    try:
+        spots = report([trace], target.project_root).hotspots
+    except ParseError as exc:
+        raise TargetError(str(exc))
+    for spot in spots:
+        if spot.function == target.qualname and spot.file in (rel, str(target.file)):
+            return hotspot_note(spot)
+    return ""
+
+
+def run_optimise(args: argparse.Namespace) -> int:
+    try:
+        target = load_target(args.target, args.inputs)
+        note = profile_note(args.profile_trace, target) if args.profile_trace else ""
+        opts = options(args)
+    except TargetError as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
+    try:
+        report = execute(target, opts, Progress(), resume=args.resume, hotspot_note=note)
+    except TargetError as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (NoProposer, ClusterError) as exc:
+        print(f"redline optimise: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    if args.json_report:
+        args.json_report.write_text(report.model_dump_json(indent=2))
+    print_summary(report)
+    if report.cancelled:
+        print("redline optimise: cancelled; the report keeps what was verified before", file=sys.stderr)
+        return EXIT_CANCELLED
+    if args.apply and report.winner:
+        try:
+            path = apply_winner(report)
+        except ApplyRefused as exc:
+            print(f"redline optimise: not applied: {exc}", file=sys.stderr)
+            return EXIT_OK
+        print(f"applied {report.winner.id} to {path}")
+    return EXIT_OK

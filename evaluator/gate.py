@@ -1,0 +1,95 @@
+"""The correctness gate: the candidate against the reference on the same inputs, before any timing,
+and the comparisons the timing stage reuses on timed calls' outputs."""
+
+from __future__ import annotations
+
+from .compare import Mismatch, compare
+from .inputs.plan import InputPlan, fresh_seeds
+from .models import EvalSettings
+from .protocol import Encoded, Reproduced, Run
+from .verdict import Channel, Rejected, error_line
+
+
+class Gate:
+    def __init__(self, settings: EvalSettings, plan: InputPlan) -> None:
+        self.settings, self.plan = settings, plan
+
+    def check(self, cand: Channel, ref: Channel) -> None:
+        """Raise the candidate's verdict unless it matches the reference on every checked input: the
+        same outcome (or exception type), the same on a second call, no threads or unordered streams
+        left behind, no aliasing the reference does not do, and inputs left as the reference leaves them."""
+        seeds = self.plan.check_keys(self.settings.check_seeds)
+        # The candidate runs first: nothing the reference computes exists yet when it runs.
+        sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
+        got = cand.ask({"op": "check", "seeds": seeds, "repeat": 2, "sample_seed": sample})
+        want = ref.ask({"op": "check", "seeds": seeds, "repeat": 1, "sample_seed": sample, "oracle": True})
+        if len(want.results) != len(seeds) or len(got.results) != len(seeds) or \
+                any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
+            raise Rejected("crashed", "the candidate's check reply does not match the request")
+        what = "a captured call" if self.plan.captured else "a fresh input"
+        for r, g in zip(want.results, got.results, strict=True):
+            self._one(r.runs[0], g.runs[0], g.runs[1], r.seed, r.oracle, what)
+
+    def _one(self, rr: Run, g1: Run, g2: Run, seed: int, oracle: Encoded | None, what: str) -> None:
+        for run in (g1, g2):
+            if run.threads_left > 0:
+                raise Rejected("rejected_exploit", "left background threads running after returning "
+                               "(work finishing outside the call)")
+            if run.unordered:
+                raise Rejected("rejected_exploit", "returned while its output was still being written on "
+                               "another CUDA stream that the calling stream never waits for (a caller "
+                               "reading it in stream order sees unfinished values)")
+        if rr.error is not None:
+            if g1.error is None or g1.error.type != rr.error.type:
+                raise Rejected("incorrect", f"the reference raises {error_line(rr.error)} for "
+                               f"{'captured call' if self.plan.captured else 'seed'} {seed}, the candidate "
+                               f"{'returns' if g1.error is None else 'raises ' + g1.error.type}", rr.error.tb)
+            return
+        if g1.error is not None:
+            raise Rejected("crashed", f"raised {error_line(g1.error)}", g1.error.tb)
+        self.same(rr.output, g1.output, "output", f"wrong result for {what}: ", oracle=oracle)
+        if g2.error is not None:
+            raise Rejected("incorrect", f"nondeterministic: a second call on the same input raised "
+                           f"{error_line(g2.error)}")
+        self.same(g1.output, g2.output, "output", "nondeterministic: two calls on the same input differ: ")
+        if g1.aliases_input and not rr.aliases_input:
+            raise Rejected("incorrect", "the output aliases an input (the reference returns new memory)")
+        self.same(rr.inputs_after, g1.inputs_after, "input", "mutates its inputs unlike the reference: ", exact=True)
+
+    def same(self, ref: Encoded | None, got: Encoded | None, where: str, prefix: str, exact: bool = False,
+             oracle: Encoded | None = None) -> None:
+        """Raise `incorrect` with `prefix` and the mismatch unless `got` matches `ref` (or, for a
+        half-precision output, the float32 `oracle` at least as closely as `ref` does)."""
+        s = self.settings
+        try:
+            if ref is None or got is None:
+                raise Mismatch(f"{where} is missing")
+            compare(ref, got, where, 0.0 if exact else s.rtol, 0.0 if exact else s.atol, oracle=oracle)
+        except Mismatch as exc:
+            raise Rejected("incorrect", f"{prefix}{exc}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Rejected("incorrect", f"{prefix}{where} is not a well-formed value ({exc.__class__.__name__})")
+
+    def oracles(self, ref: Channel, seeds: list[int], sample: int) -> list[Encoded | None]:
+        """The reference's outputs for `seeds` computed in float32 (None for one without half-precision
+        output or that does not run in float32), sampled like the timed outputs."""
+        reply = ref.ask({"op": "oracle", "seeds": seeds, "sample_seed": sample})
+        return reply.oracles if len(reply.oracles) == len(seeds) else [None] * len(seeds)
+
+    def not_reproduced(self, entry: Reproduced) -> str:
+        """Why the reference's outcome on a captured call differs from the recorded one ('' if it does not)."""
+        if entry.raises:
+            if entry.error is None:
+                return f"returns where the recorded call raised {entry.raises}"
+            return "" if entry.error.type == entry.raises else \
+                f"raises {entry.error.type} where the recorded call raised {entry.raises}"
+        if entry.error is not None:
+            return f"raises {entry.error.type} where the recorded call returned"
+        if entry.recorded is None:
+            return "" if entry.recorded_type in ("", entry.actual_type) else \
+                f"returns {entry.actual_type} where the recorded call returned {entry.recorded_type}"
+        try:
+            self.same(entry.recorded, entry.actual, "result", "")
+        except Rejected:
+            return "returns another result than the recorded call (hidden state, randomness or time)"
+        return ""

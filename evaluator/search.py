@@ -1,0 +1,343 @@
+"""The optimise loop: propose, evaluate, keep an archive, stop on budget, plateau or cancel, then pick
+the winner (after the project's own tests, and against torch.compile for torch code)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archive import Archive
+from .config import ConfigError, ProjectConfig, load_config
+from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
+from .pool import EvaluationPool, Job, LocalPool, PoolFactory
+from .progress import (
+    CandidateDone,
+    CandidateStarted,
+    ProgressFn,
+    ProposerFailed,
+    RegressionStarted,
+    VersusCompile,
+    silent,
+)
+from .proposers import Context, Proposal, Proposer
+from .proposers.builtin import torch_compile_code
+from .report import RunLog, id_order, interval, unified_diff
+from .target import Target, TargetError, apply_candidate
+
+
+@dataclass
+class Budget:
+    candidates: int = 12
+    rounds: int = 3
+    wall_s: float = 600.0
+    tokens: int = 200_000
+    plateau_rounds: int = 2
+
+
+def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
+             budget: Budget | None = None, progress: ProgressFn | None = None,
+             cancel: threading.Event | None = None, runs_dir: Path | None = None,
+             make_pool: PoolFactory | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
+    """Run the search on one target and return the report (nothing is written to the target).
+
+    Proposals wait in a queue; the pool evaluates as many at once as it has room for (one on this
+    machine, one per free slot on a Ray cluster). A new round is proposed whenever the queue is
+    empty and the pool has room, from everything measured so far, so a slow candidate never holds
+    the next round back. `make_pool` builds the pool (default: this machine). With `resume`, an
+    earlier run's candidates (from its log under `.redline/runs/`) are taken back into the archive,
+    not evaluated again.
+    """
+    run_id = resume or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    log = RunLog((runs_dir or target.project_root / ".redline" / "runs") / run_id)
+    earlier = log.begin(target, resume is not None)
+    search = Search(target, proposers, settings or EvalSettings(), budget or Budget(), progress or silent,
+                    cancel or threading.Event(), log, hotspot_note)
+    return search.run(make_pool or LocalPool, earlier, run_id)
+
+
+class Search:
+    """One run's state between proposing, evaluating and picking the winner."""
+
+    def __init__(self, target: Target, proposers: list[Proposer], settings: EvalSettings, budget: Budget,
+                 say: ProgressFn, cancel: threading.Event, log: RunLog, hotspot_note: str) -> None:
+        self.target, self.proposers, self.budget, self.say, self.cancel = target, proposers, budget, say, cancel
+        self.log, self.hotspot_note = log, hotspot_note
+        self.config = _config(target)
+        if settings.rtol is None and settings.atol is None:
+            rtol, atol = self.config.tolerance(_target_key(target))
+            settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
+        self.settings = settings
+        self.archive = Archive()
+        self.notes: list[str] = []
+        self.tokens = 0
+        self.started = time.monotonic()
+        self.queue: deque[tuple[int, Proposal]] = deque()
+        self.in_flight: dict[str, Proposal] = {}
+        self.seen_code: set[str] = set()
+        self.numbered = 0
+        self.next_round = self.last_round = 1
+        self.best_at_last_round: float | None = None
+        self.stale = 0
+        self.proposing = self.submitting = True
+
+    def run(self, make_pool: PoolFactory, earlier: list[CandidateResult], run_id: str) -> Report:
+        pool = make_pool(self.target, self.settings)
+        for r in earlier:
+            self.archive.add(r)
+        self.seen_code = {r.code.strip() for r in earlier}
+        self.numbered = len(earlier)
+        self.next_round = max((r.round for r in earlier), default=0) + 1
+        self.last_round = self.next_round + self.budget.rounds - 1
+        if earlier:
+            self.notes.append(f"resumed with {len(earlier)} earlier candidates")
+        finished = threading.Event()
+        threading.Thread(target=self._watch_cancel, args=(pool, finished), name="redline-cancel", daemon=True).start()
+        winner, regression = None, None
+        try:
+            try:
+                self._search(pool)
+            except KeyboardInterrupt:
+                self._stop(pool)
+            # Cancelled or not, the best verified so far is offered (after the project's tests).
+            winner, regression = self._winner(pool)
+        except KeyboardInterrupt:
+            self._stop(pool)
+        finally:
+            finished.set()
+            pool.close()
+        report = self._report(pool, winner, regression, run_id)
+        self.log.finish(report)
+        return report
+
+    def _watch_cancel(self, pool: EvaluationPool, finished: threading.Event) -> None:
+        while not finished.is_set():
+            if self.cancel.wait(0.1):
+                pool.cancel()
+                return
+
+    def _stop(self, pool: EvaluationPool) -> None:
+        self.cancel.set()
+        pool.cancel()
+
+    # ------------------------------------------------------------ the loop
+    def _search(self, pool: EvaluationPool) -> None:
+        while not self.cancel.is_set():
+            self._fill(pool)
+            if not self.in_flight:
+                return
+            result = pool.next_done(0.2)
+            if result is None or self.cancel.is_set():
+                continue  # a candidate cut short by cancelling is not a result
+            prop = self.in_flight.pop(result.id)
+            self.archive.add(result)
+            self.log.add(result, prop)
+            best = self.archive.best
+            self.say(CandidateDone(result.id, result.status, result.reason, result.speedup, len(self.archive.results),
+                                   best.speedup if best else None, result.round))
+
+    def _fill(self, pool: EvaluationPool) -> None:
+        """Submit queued proposals while the pool has room, proposing a new round when the queue is empty."""
+        while self.submitting and len(self.in_flight) < pool.concurrency and not self.cancel.is_set():
+            if not self.queue:
+                if not self._next_round(pool):
+                    return
+                continue
+            round_, prop = self.queue.popleft()
+            if prop.code.strip() in self.seen_code:
+                continue  # the same code was measured already
+            if self._out_of_budget():
+                self.submitting = False
+                return
+            self.seen_code.add(prop.code.strip())
+            self.numbered += 1
+            cid = f"c{self.numbered}"
+            self.in_flight[cid] = prop
+            self.say(CandidateStarted(cid, prop.origin, round_))
+            pool.submit(Job(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach))
+
+    def _next_round(self, pool: EvaluationPool) -> bool:
+        """Queue the next round's proposals; False when there is none (rounds spent, plateau, no ideas)."""
+        if not self.proposing or self.next_round > self.last_round:
+            return False
+        best_now = self.archive.best.speedup if self.archive.best else 0.0
+        if self.best_at_last_round is not None:
+            self.stale = self.stale + 1 if (best_now or 0) <= self.best_at_last_round * 1.01 else 0
+            if self.stale >= self.budget.plateau_rounds:
+                self.notes.append(f"stopped on a plateau after round {self.next_round - 1}")
+                self.proposing = False
+                return False
+        self.best_at_last_round = best_now or 0.0
+        proposals = self._propose(pool, self.next_round)
+        if not proposals:
+            self.proposing = False
+            return False
+        self.tokens += sum(p.tokens for p in proposals)
+        self.queue.extend((self.next_round, p) for p in proposals)
+        self.next_round += 1
+        return True
+
+    def _propose(self, pool: EvaluationPool, round_: int) -> list[Proposal]:
+        ctx = Context(target=self.target, round=round_, history=list(self.archive.results), best=self.archive.best,
+                      hotspot_note=self.hotspot_note, inputs=pool.inputs, hardware=pool.hardware,
+                      device=self.settings.device, inputs_from=pool.inputs_info.source)
+        out: list[Proposal] = []
+        for p in self.proposers:
+            try:
+                out += p.propose(ctx)
+            except Exception as exc:  # one proposer failing must not end the run
+                self.notes.append(f"{p.name} failed in round {round_}: {exc}")
+                self.say(ProposerFailed(p.name, str(exc)))
+        return out
+
+    def _out_of_budget(self) -> bool:
+        b = self.budget
+        return (len(self.archive.results) + len(self.in_flight) >= b.candidates or self.tokens > b.tokens
+                or time.monotonic() - self.started > b.wall_s)
+
+    # ---------------------------------------------------------- the winner
+    def _winner(self, pool: EvaluationPool) -> tuple[Winner | None, Regression | None]:
+        winner, regression = self._pick(pool, self.archive.verified)
+        if winner is None or self.cancel.is_set():
+            return winner, regression
+        winner, plain_compile = self._versus_compile(pool, winner)
+        if plain_compile is None:
+            return winner, regression
+        # torch.compile itself beat the winner head-to-head: offer it. The unchanged project's tests
+        # ran already; a candidate's run means they passed.
+        original = regression if regression is None or not regression.candidate else \
+            Regression(ran=True, passed=True, command=regression.command)
+        fallback, fallback_regression = self._pick(pool, [plain_compile], original)
+        if fallback is None:
+            return winner, regression
+        return _as_compile(fallback), fallback_regression
+
+    def _pick(self, pool: EvaluationPool, candidates: list[CandidateResult],
+              original: Regression | None = None) -> tuple[Winner | None, Regression | None]:
+        """The first of `candidates` (fastest first) whose change keeps the project's own tests passing.
+
+        The tests run first on the unchanged project (unless `original` is that run already): tests that
+        already fail cannot judge a change, and the report says so.
+        """
+        verified = [c for c in candidates if c.speedup and c.speedup_ci95]
+        if not verified:
+            return None, None
+        command = self.config.test_command
+        if original is None:
+            self.say(RegressionStarted("the original"))
+            original = pool.regression(self.target, self.target.source, command)
+        for cand in verified:
+            assert cand.speedup is not None and cand.speedup_ci95 is not None
+            new_source = apply_candidate(self.target, cand.code)
+            winner = Winner(id=cand.id, speedup=cand.speedup, speedup_ci95=cand.speedup_ci95,
+                            diff=unified_diff(self.target, new_source))
+            if not original.ran:
+                return winner, original
+            if not original.passed:
+                self.notes.append("the project's tests fail without any change (" + " ".join(original.command)
+                                  + "), so they could not check the winner")
+                return winner, original
+            self.say(RegressionStarted(cand.id))
+            reg = pool.regression(self.target, new_source, command)
+            if reg.passed:
+                return winner, reg.model_copy(update={"candidate": cand.id})
+            last = reg.output_tail.strip().splitlines()[-1:] or [""]
+            self.notes.append(f"{cand.id} is faster but breaks the project's tests ({' '.join(reg.command)}: "
+                              f"{last[0]}); not offered")
+        return None, None
+
+    def _versus_compile(self, pool: EvaluationPool, winner: Winner) -> tuple[Winner, CandidateResult | None]:
+        """For torch code, the stronger baseline is whichever of eager and torch.compile is faster: the
+        winner is timed head-to-head against torch.compile of the target (same host, interleaved).
+
+        Where that shows the winner slower than plain torch.compile (the interval's top below 1) and
+        torch.compile(default) was verified in this run, that candidate is returned too, to be offered
+        instead: the speedups against eager come from separate runs, so a variant can lead them by
+        noise and still lose the direct comparison.
+        """
+        compile_code = torch_compile_code(self.target, "default")
+        if compile_code is None:
+            return winner, None
+        if self.settings.device == "cpu" and "triton" in self.target.source:
+            self.notes.append("not timed against torch.compile: it cannot trace Triton kernels in Triton's CPU "
+                              "interpreter")
+            return winner, None
+        won = self.archive.find(winner.id)
+        if won.code.strip() == compile_code.strip():  # the winner is torch.compile itself
+            return _as_compile(winner), None
+        self.say(VersusCompile(winner.id))
+        pool.submit(Job(f"{winner.id}-vs-compile", won.code, won.origin, won.round, won.id,
+                        trusted=won.origin.startswith("builtin:"), approach=won.approach, reference=compile_code))
+        result = None
+        while result is None and not self.cancel.is_set():
+            result = pool.next_done(1.0)
+        if result is None:
+            return winner, None
+        if result.speedup is None or result.speedup_ci95 is None:
+            self.notes.append(f"{winner.id} could not be timed against torch.compile: {result.reason}")
+            return winner, None
+        compile_vs_eager = winner.speedup / result.speedup
+        self.notes.append(f"{winner.id} against torch.compile of the target: {result.speedup:.2f}x (95% CI "
+                          f"{result.speedup_ci95[0]:.2f}-{result.speedup_ci95[1]:.2f}); torch.compile is about "
+                          f"{compile_vs_eager:.2f}x eager")
+        measured = winner.model_copy(update={
+            "vs_compile_speedup": result.speedup, "vs_compile_ci95": result.speedup_ci95,
+            "stronger_baseline": "torch.compile" if compile_vs_eager > 1 else "eager",
+            "speedup_vs_stronger": min(result.speedup, winner.speedup)})
+        return measured, plain_compile_instead(winner.id, result.speedup_ci95, self.archive, compile_code,
+                                               self.notes)
+
+    # ----------------------------------------------------------- the report
+    def _report(self, pool: EvaluationPool, winner: Winner | None, regression: Regression | None,
+                run_id: str) -> Report:
+        cancelled = self.cancel.is_set()
+        results = self.archive.results
+        n = len(results)
+        timed = [r for r in results if r.energy_j is not None]
+        t = self.target
+        return Report(
+            target=TargetInfo(file=str(t.file), function=t.qualname, line=t.fn.line, end_line=t.fn.end_line,
+                              sha256=t.digest),
+            device=self.settings.device, isolation=pool.isolation, baseline=interval(pool.baseline_times),
+            candidates=sorted(results, key=id_order), winner=winner, regression=regression, run_id=run_id,
+            notes=self.notes + (["cancelled"] if cancelled else []) + pool.notes + self.archive.hardware_notes(),
+            backend=pool.name, hardware=self.archive.hardware or "", inputs=pool.inputs_info, cancelled=cancelled,
+            cost=Cost(wall_s=time.monotonic() - self.started, candidates=n, tokens=self.tokens,
+                      accepted_rate=(sum(r.status == "ok" for r in results) / n) if n else 0.0,
+                      device_s=sum(r.eval_s or 0.0 for r in results),
+                      energy_j=sum(r.energy_j or 0.0 for r in timed) if timed else None))
+
+
+def plain_compile_instead(winner_id: str, versus_compile_ci95: tuple[float, float], archive: Archive,
+                          compile_code: str, notes: list[str]) -> CandidateResult | None:
+    """torch.compile(default)'s verified candidate where the winner is surely slower than it."""
+    if versus_compile_ci95[1] >= 1.0:
+        return None
+    plain = next((c for c in archive.verified if c.code.strip() == compile_code.strip()), None)
+    if plain is None:
+        notes.append(f"torch.compile of the target is faster than {winner_id}; it was not verified in this run, "
+                     "so it is not offered in its place")
+    else:
+        notes.append(f"{winner_id} is slower than torch.compile of the target head-to-head, so {plain.id} "
+                     "(torch.compile(default)) is offered instead")
+    return plain
+
+
+def _as_compile(winner: Winner) -> Winner:
+    """A winner that is torch.compile of the target: level with it by construction."""
+    return winner.model_copy(update={"vs_compile_speedup": 1.0, "vs_compile_ci95": (1.0, 1.0),
+                                     "stronger_baseline": "torch.compile", "speedup_vs_stronger": 1.0})
+
+
+def _config(target: Target) -> ProjectConfig:
+    try:
+        return load_config(target.project_root)
+    except ConfigError as exc:
+        raise TargetError(str(exc))
+
+
+def _target_key(target: Target) -> str:
+    return f"{target.file.relative_to(target.project_root).as_posix()}::{target.qualname}"

@@ -1,0 +1,280 @@
+"""Timing: the candidate against a fresh baseline worker, in interleaved rounds of timed batches,
+with the checks that belong to timed calls (outputs, timers, idle work, reused buffers, bandwidth),
+and the verdict from the speedup's interval.
+
+Each round runs a batch on each side on the same inputs, alternating which goes first. The speedup
+is the median over rounds of the ratio of the two sides' batch statistics (medians for one input
+shape, total times for a mix of captured calls), with a bootstrap interval over rounds.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import has_half
+from .gate import Gate
+from .inputs.plan import InputPlan, fresh_seeds
+from .models import EvalSettings
+from .protocol import Reply
+from .stats import median, median_ci, speedup_ci, total_ratio_ci
+from .verdict import Channel, Rejected
+
+BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
+ENERGY_S = 0.3  # seconds of back-to-back calls over which each side's energy per call is read
+_rng = random.SystemRandom()
+
+
+@dataclass
+class FirstSeen:
+    """Captured calls timed once each on both sides before either had run them (see first_seen)."""
+
+    ref: list[float]
+    cand: list[float]
+    weights: list[float]
+
+
+@dataclass
+class Rounds:
+    """What the timed rounds measured."""
+
+    base: list[list[float]] = field(default_factory=list)
+    cand: list[list[float]] = field(default_factory=list)
+    energy: dict[str, list[float]] = field(default_factory=lambda: {"candidate": [], "reference": []})
+    bytes_moved: int = 0
+    gpu_state: dict[str, Any] | None = None
+    ref_state: dict[str, Any] = field(default_factory=dict)
+    batch: int = 1  # calls per batch
+
+
+@dataclass
+class Verdict:
+    """The timing stage's result: ok or not_faster, its reason, and the figures for the report."""
+
+    status: str
+    reason: str
+    fields: dict[str, Any]
+
+
+class Timing:
+    def __init__(self, settings: EvalSettings, plan: InputPlan, gate: Gate, trusted: bool) -> None:
+        self.settings, self.plan, self.gate, self.trusted = settings, plan, gate, trusted
+        self.baseline_times: list[float] = []  # the baseline's timed calls, for the run's baseline interval
+        self._last_cand_cpu: float | None = None
+
+    def batch(self, ch: Channel, seeds: list[int], keep: list[int], sample: int = 0,
+              ahead_s: float | None = None) -> tuple[Reply, float, float]:
+        """One timed batch: the reply, the harness's own wall time for it, and the worker's CPU time before."""
+        cpu_before = ch.cpu_seconds()
+        t0 = time.perf_counter()
+        req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}
+        if ahead_s is not None:
+            req["ahead_s"] = ahead_s
+        reply = ch.ask(req)
+        wall = time.perf_counter() - t0
+        if reply.batch_error:
+            raise Rejected("crashed", f"{ch.who} raised during timed calls", reply.batch_error)
+        if reply.threads_left > 0:
+            raise Rejected("rejected_exploit", f"{ch.who} left background threads running after returning")
+        if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):
+            raise Rejected("rejected_exploit", f"{ch.who} reported {len(reply.times)} call times for {len(seeds)} calls")
+        return reply, wall, cpu_before
+
+    def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
+        """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
+        seen them all (before the gate), each side is warmed up on half of the calls and then timed
+        once on each call of the other half, which neither process has run; `decide` sets that speedup
+        against the repeated calls'."""
+        warm, fresh = self.plan.first_seen_split()
+        for ch in (cand, ref):
+            if warm:
+                self.batch(ch, warm, [])
+        got, _, _ = self.batch(cand, fresh, [])
+        want, _, _ = self.batch(ref, fresh, [])
+        return FirstSeen(want.times, got.times, [self.plan.weight(k) for k in fresh])
+
+    def measure(self, cand: Channel, ref: Channel, gpu_info: dict[str, Any] | None,
+                first: FirstSeen | None) -> Verdict:
+        """Warm up both sides, time interleaved rounds until the budget or a settled interval, and decide."""
+        ahead, per_call, per_call_bytes = self._warm_up(cand, ref)
+        n = max(1, min(500, int(self.settings.batch_s / max(per_call, 1e-7))))
+        # A batch's fresh inputs are made before it is timed: keep them within BATCH_BYTES.
+        rounds = Rounds(batch=max(2, min(n, BATCH_BYTES // max(per_call_bytes, 1))))
+        center: Callable[[Sequence[float]], float] = sum if self.plan.captured else median
+        start = time.perf_counter()
+        while True:
+            self._round(cand, ref, rounds, ahead)
+            if self._settled(rounds, time.perf_counter() - start, center):
+                break
+        return self._decide(cand, ref, rounds, center, gpu_info, first)
+
+    def _warm_up(self, cand: Channel, ref: Channel) -> tuple[float | None, float, int]:
+        """Calls on both sides until per-call times settle (JIT compilation, caches): the CUDA head start,
+        the slower side's per-call time, and the most bytes a call moves."""
+        est = {}
+        per_call_bytes = 0
+        ahead: float | None = None
+        for ch in (ref, cand):
+            prev = None
+            for _ in range(6):
+                reply, _, _ = self.batch(ch, self.plan.timing_keys(3), [], ahead_s=ahead)
+                per_call_bytes = max(per_call_bytes, reply.bytes_moved)
+                m = median(reply.times)
+                if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
+                    break
+                prev = m
+            est[ch.who] = m
+            if ch is ref and reply.gpu and isinstance(reply.gpu.get("issue_s"), float):
+                # On CUDA each timed call starts behind a device-side wait of 1.5x the time the reference
+                # takes to issue a call, the same for both sides: the GPU's work is timed, not an idle
+                # device's launch latency, and a candidate's host work beyond what the reference needs
+                # leaves the GPU idle inside its events, so it is charged.
+                ahead = min(1.5 * reply.gpu["issue_s"] + 20e-6, 5e-3)
+        return ahead, max(est.values()), per_call_bytes
+
+    def _round(self, cand: Channel, ref: Channel, rounds: Rounds, ahead: float | None) -> None:
+        """One round: a batch on each side on the same inputs (order alternating), their outputs checked."""
+        n = rounds.batch
+        seeds = self.plan.timing_keys(n)
+        sample = fresh_seeds(1)[0]
+        keep = sorted(_rng.sample(range(n), min(n, 2)))
+        order = [cand, ref] if len(rounds.base) % 2 == 0 else [ref, cand]
+        replies: dict[str, Reply] = {}
+        for ch in order:
+            reply, wall, cpu_before = self.batch(ch, seeds, keep, sample, ahead)
+            if ch is cand:
+                self._candidate_rules(cand, reply, wall, cpu_before)
+            replies[ch.who] = reply
+        got, want = replies[cand.who], replies[ref.who]
+        for who, r in (("candidate", got), ("reference", want)):
+            if r.energy_j is not None:
+                rounds.energy[who].append(r.energy_j)
+        rounds.bytes_moved = max(rounds.bytes_moved, want.bytes_moved)
+        rounds.gpu_state = got.gpu or rounds.gpu_state
+        rounds.ref_state = want.gpu or {}
+        if got.reused_buffer and not want.reused_buffer:
+            raise Rejected("rejected_exploit", "returns the same buffer from different calls (cached output)")
+        self._timed_outputs(ref, got, want, seeds, sample)
+        rounds.base.append(want.times)
+        rounds.cand.append(got.times)
+
+    def _candidate_rules(self, cand: Channel, reply: Reply, wall: float, cpu_before: float) -> None:
+        """Work between timed batches, and a timer that disagrees with the harness's, are exploits."""
+        # Built-ins are trusted to compile in the background (torch.compile's workers).
+        if self._last_cand_cpu is not None and not self.trusted:
+            idle_cpu = cpu_before - self._last_cand_cpu
+            batch_cpu = max(cand.cpu_seconds() - cpu_before, 0.0)
+            if idle_cpu > max(0.05, 0.5 * batch_cpu):
+                raise Rejected("rejected_exploit", f"kept working between timed calls ({idle_cpu:.3f}s "
+                               "of CPU while idle): work done outside the timed region")
+        self._last_cand_cpu = cand.cpu_seconds()
+        if reply.worker_s < 0.5 * wall - 0.01 or reply.batch_s > reply.worker_s + 0.01:
+            raise Rejected("rejected_exploit", f"its timer reports {reply.worker_s:.4f}s for a request the "
+                           f"harness measured at {wall:.4f}s (patched timer)")
+
+    def _timed_outputs(self, ref: Channel, got: Reply, want: Reply, seeds: list[int], sample: int) -> None:
+        why = "wrong result on a timed call after passing the first checks (correct only on some calls, work " \
+            "skipped, or on CUDA inputs read before the calling stream made them ready): "
+        missed = []
+        for k, ref_out in want.outputs.items():
+            try:
+                self.gate.same(ref_out, got.outputs.get(k), f"output of timed call {k}", why)
+            except Rejected:
+                if not has_half(ref_out):
+                    raise
+                missed.append(k)
+        if missed:
+            # A half-precision miss may be eager's own rounding: ask the reference for the float32
+            # results of those calls only now, outside the timed rounds, and judge against them.
+            oracles = self.gate.oracles(ref, [seeds[int(k)] for k in missed], sample)
+            for k, oracle in zip(missed, oracles, strict=True):
+                self.gate.same(want.outputs[k], got.outputs.get(k), f"output of timed call {k}", why, oracle=oracle)
+
+    def _settled(self, rounds: Rounds, elapsed: float, center: Callable[[Sequence[float]], float]) -> bool:
+        s = self.settings
+        if len(rounds.base) < s.min_rounds:
+            return False
+        if elapsed >= s.time_budget_s or len(rounds.base) >= 400:
+            return True
+        # Stop early once the interval settles the verdict either way.
+        _, (lo, hi) = speedup_ci(rounds.base, rounds.cand, resamples=300, center=center)
+        return hi < 1 + s.threshold or lo > 1 + s.threshold
+
+    def _decide(self, cand: Channel, ref: Channel, rounds: Rounds, center: Callable[[Sequence[float]], float],
+                gpu_info: dict[str, Any] | None, first: FirstSeen | None) -> Verdict:
+        s = self.settings
+        speedup, ci = speedup_ci(rounds.base, rounds.cand, center=center)
+        cand_times = [t for r in rounds.cand for t in r]
+        base_times = [t for r in rounds.base for t in r]
+        self.baseline_times.extend(base_times)
+        fields: dict[str, Any] = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
+                                      speedup_ci95=ci, baseline_median_s=median(base_times))
+        fields.update(self._device_fields(cand, ref, rounds))
+        self._plausible(fields["median_s"], rounds.bytes_moved, gpu_info)
+        lower = ""
+        if first is not None:
+            speedup, ci, lower = _first_seen_verdict(speedup, ci, first, fields)
+        if speedup >= 1 + s.threshold and ci[0] > 1:
+            return Verdict("ok", f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}{lower})", fields)
+        return Verdict("not_faster", f"{speedup:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}{lower}) does not clear the "
+                       f"{s.threshold:.0%} threshold with its interval above 1", fields)
+
+    def _device_fields(self, cand: Channel, ref: Channel, rounds: Rounds) -> dict[str, Any]:
+        """On CUDA: the device state and where the calls' time went, and energy per call."""
+        out: dict[str, Any] = {}
+        if rounds.gpu_state is not None:
+            # The candidate's device state and where its calls' time went (medians of its last batch), with
+            # the same split for the baseline: GPU time on the calling stream, host time to issue the call,
+            # and the wait for other streams after it.
+            parts = {f"baseline_{k}": rounds.ref_state[k] for k in ("gpu_time_s", "issue_s", "drain_s")
+                     if k in rounds.ref_state}
+            out["gpu"] = {k: v for k, v in {**rounds.gpu_state, **parts}.items() if isinstance(v, (int, float, str))}
+        energy = rounds.energy
+        if energy["candidate"] or energy["reference"]:
+            out["energy_j"] = sum(energy["candidate"]) + sum(energy["reference"])
+            if rounds.gpu_state is not None:
+                joules = self._energy(cand, ref, self.plan.timing_keys(min(rounds.batch, 4)))
+                if joules is not None:
+                    out["energy_j_per_call"], out["baseline_energy_j_per_call"] = joules
+        return out
+
+    def _energy(self, cand: Channel, ref: Channel, seeds: list[int]) -> tuple[float, float] | None:
+        """Joules per call of the candidate and the reference from NVML's energy counter over
+        back-to-back calls (each side at least ENERGY_S), in their own window after the timing."""
+        per_call = []
+        for ch in (cand, ref):
+            reply = ch.ask({"op": "energy", "seeds": seeds, "min_s": ENERGY_S})
+            if reply.energy_j is None or reply.calls <= 0:
+                return None
+            per_call.append(reply.energy_j / reply.calls)
+        return per_call[0], per_call[1]
+
+    @staticmethod
+    def _plausible(median_s: float, bytes_moved: int, gpu_info: dict[str, Any] | None) -> None:
+        ceiling = (gpu_info or {}).get("copy_bandwidth_Bps")
+        if ceiling and bytes_moved:
+            implied = bytes_moved / median_s
+            if implied > 1.25 * ceiling:
+                raise Rejected("rejected_exploit", f"moves at least {bytes_moved / 1e6:.1f} MB per call, which at "
+                               f"{median_s * 1e6:.1f} µs is {implied / 1e12:.2f} TB/s: beyond the measured "
+                               f"copy bandwidth of {ceiling / 1e12:.2f} TB/s, so work is being skipped")
+
+
+def _first_seen_verdict(seen: float, seen_ci: tuple[float, float], first: FirstSeen,
+                        fields: dict[str, Any]) -> tuple[float, tuple[float, float], str]:
+    """The speedup to judge captured inputs by: the lower of repeated and first-seen calls, or an
+    exploit where the candidate is clearly faster only on calls it has run before."""
+    speedup, ci = total_ratio_ci(first.ref, first.cand, first.weights)
+    fields["first_seen_speedup"] = speedup
+    if ci[1] * 1.5 < seen_ci[0]:
+        raise Rejected("rejected_exploit", f"{seen:.2f}x on captured calls it had run before but {speedup:.2f}x "
+                       f"(95% CI {ci[0]:.2f}-{ci[1]:.2f}) on calls it had not: it remembers results by "
+                       "their arguments (captured inputs repeat)")
+    note = f"; the lower of {seen:.2f}x on repeated and {speedup:.2f}x on first-seen calls"
+    if seen < speedup:
+        speedup, ci = seen, seen_ci
+    fields.update(speedup=speedup, speedup_ci95=ci)
+    return speedup, ci, note
