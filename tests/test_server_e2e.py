@@ -17,8 +17,8 @@ import pytest
 import pytest_lsp
 from helpers import REPO, py_spy_record
 from lsprotocol import types as lsp
-from redline.profilers import report
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from redline.profilers import report
 
 DEMO = REPO / "examples" / "demo" / "app.py"
 
