@@ -1,4 +1,4 @@
-"""Comparing encoded outputs (from worker.encode) in the harness, with per-dtype tolerances."""
+"""Comparing encoded outputs (sandbox/redline_worker/codec.py) in the harness, with per-dtype tolerances."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# An encoded value (worker.encode): {"t": type name, ...}; compare.py reads its fields.
+# An encoded value (sandbox/redline_worker/codec.py): {"t": type name, ...}; compare.py reads its fields.
 Encoded = dict[str, Any]
 
 

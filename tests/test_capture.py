@@ -73,7 +73,10 @@ def test_optimise_on_captured_calls_verifies_honest_and_rejects_wrong_and_memois
 
 def test_a_method_is_checked_for_what_it_does_to_self(toml_project: Path, tmp_path: Path) -> None:
     target = f"{PARSER}::NestedDict.get_or_create_nest"
-    cap = redline("capture", "--target", target, "--", sys.executable, "work.py", "5", cwd=toml_project)
+    # One call in about twenty creates a nest (the rest find it): 400 kept calls hold creating ones
+    # (the chance that none of them does is below 1e-8), which is what the wrong candidate gets wrong.
+    cap = redline("capture", "--target", target, "--calls", "400", "--", sys.executable, "work.py", "5",
+                  cwd=toml_project)
     assert cap.returncode == 0, cap.stderr
     m = manifest(toml_project, "NestedDict.get_or_create_nest")
     assert m["calls_kept"] > 0 and all(s["signature"].startswith("tomli._parser.NestedDict") for s in m["signatures"])

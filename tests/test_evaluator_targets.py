@@ -115,7 +115,7 @@ def test_winner_that_breaks_the_projects_tests_is_not_offered(tmp_path: Path) ->
 
 def _workers() -> int:
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return sum("evaluator/worker.py" in line for line in out.splitlines())
+    return sum("redline_worker/__main__.py" in line for line in out.splitlines())
 
 
 def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -> None:
@@ -205,11 +205,12 @@ def test_a_sampled_output_with_one_wrong_element_the_sample_misses_fails_on_its_
     """The whole-array sums of a sampled output catch an element its sample cannot see: the wrong
     element is put where the sample (positions drawn from the request's seed) does not look."""
     np = pytest.importorskip("numpy")
-    from redline.evaluator import worker
     from redline.evaluator.compare import Mismatch, compare
+    from redline.evaluator.sandbox.redline_worker import codec as worker
+    from redline.evaluator.sandbox.redline_worker.state import sample_seed
 
     n, seed = 6_000_000, 1234
-    worker._sample_seed[0] = seed
+    sample_seed[0] = seed
     seen = set(np.random.default_rng(seed).integers(0, n, worker._SAMPLE_K).tolist())
     bad = next(i for i in range(12345, n) if i not in seen)
     ref = np.random.default_rng(0).standard_normal(n)

@@ -40,7 +40,7 @@ def data(result: Any) -> Any:
 
 def workers() -> int:
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return sum("evaluator/worker.py" in line for line in out.splitlines())
+    return sum("redline_worker/__main__.py" in line for line in out.splitlines())
 
 
 async def test_tools_hotspots_optimise_and_safe_apply(workspace: Path) -> None:

@@ -174,7 +174,7 @@ def test_half_precision_chains_are_judged_against_a_float32_oracle(tmp_path: Pat
 
 def test_an_oracle_that_is_not_the_same_computation_is_ignored() -> None:
     from redline.evaluator.compare import Mismatch, compare
-    from redline.evaluator.worker import encode
+    from redline.evaluator.sandbox.redline_worker.codec import encode
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(4000, generator=g)
@@ -207,7 +207,7 @@ def test_inputs_held_back_until_the_call_are_restored_bit_for_bit() -> None:
     inverted, then inverted back), run here on CPU tensors: views and arguments that share a storage are
     flipped once, every dtype comes back bit for bit, and while held back the values are unusable."""
     torch = pytest.importorskip("torch")
-    from redline.evaluator.worker import flip_bits, tensor_storages
+    from redline.evaluator.sandbox.redline_worker.memory import flip_bits, tensor_storages
 
     base = torch.randn(64, 33, dtype=torch.bfloat16)
     args = (base, base[:, 3:9], base.t(), torch.randn(100, dtype=torch.float64),

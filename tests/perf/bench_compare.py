@@ -15,7 +15,7 @@ import time
 
 import redline.evaluator.compare as cmp
 import torch
-from redline.evaluator.worker import encode
+from redline.evaluator.sandbox.redline_worker.codec import encode
 
 
 def timed(fn: object, n: int = 7) -> tuple[float, float]:

@@ -24,9 +24,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from .models import Limits
+from ..models import Limits
 
-WORKER = Path(__file__).with_name("worker.py")
+WORKER = Path(__file__).with_name("redline_worker") / "__main__.py"
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|^OPENAI_|^ANTHROPIC_|^AWS_|"
                      r"^AZURE_|^GOOGLE_|^GH_|^GITHUB_|^HF_|^HUGGING", re.I)
 
@@ -267,7 +267,7 @@ class ExecutionBackend(ABC):
 
     @abstractmethod
     def start(self, spec: dict[str, Any], python: str, limits: Limits, prefix: tuple[str, ...] = ()) -> Worker:
-        """Start a worker process for `spec` (see worker.py) and return its handle. `prefix` runs
+        """Start a worker process for `spec` (see redline_worker/) and return its handle. `prefix` runs
         the worker under another program (a profiler); `{scratch}` in it names the worker's scratch."""
 
     @abstractmethod
@@ -294,7 +294,7 @@ class LocalBackend(ExecutionBackend):
         (projects and interpreters may live under /tmp), `scratch` writable, no network."""
         if not self._bwrap:
             return cmd
-        wanted = set(visible) | {sys.prefix, sys.base_prefix, str(WORKER.parent), str(Path(python).resolve().parent)}
+        wanted = set(visible) | {sys.prefix, sys.base_prefix, str(WORKER.parent.parent), str(Path(python).resolve().parent)}
         wanted |= {p for p in sys.path if p and os.path.isdir(p)}
         binds = []
         for path in sorted(p for p in wanted if p.startswith("/tmp/")):

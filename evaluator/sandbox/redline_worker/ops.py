@@ -1,0 +1,149 @@
+"""The operations the harness requests (other than timing): check calls on inputs, the float32
+oracle, the reproduce check of captured calls, and calls for Nsight Compute to profile."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+from .codec import encode
+from .cuda import sync as _sync
+from .memory import aliases, buffers
+from .state import _isinstance, _type, candidate_threads, state, violations
+from .subject import Subject, _Unpickler
+
+
+def call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    try:
+        return fn(*args, **kwargs), None
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt included: the candidate's to own
+        if _type(exc) is PermissionError and violations:
+            return None, {"type": "PermissionError", "message": str(exc), "tb": ""}
+        tb = traceback.format_exc(limit=8)
+        return None, {"type": f"{_type(exc).__module__}.{_type(exc).__qualname__}", "message": str(exc)[:500],
+                      "tb": tb[-3000:]}
+
+
+
+
+def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    results = []
+    for seed in req["seeds"]:
+        runs = []
+        for rep in range(req.get("repeat", 1)):
+            args, kwargs, fn = subject.inputs(seed)
+            if state.cuda is not None:
+                state.cuda.sync()
+                if rep % 2:  # the second call behind a device-side wait: side streams that join it start late
+                    state.cuda.hold(200e-6)
+            out, err = call(fn, args, kwargs)
+            snaps = state.cuda.snapshot(out) if state.cuda is not None and err is None else []
+            _sync()
+            left = candidate_threads[0]  # right at return, before anything else
+            entry: dict[str, Any] = {"error": err}
+            if snaps and state.cuda is not None:
+                entry["unordered"] = state.cuda.unordered(snaps)
+                del snaps
+            if err is None:
+                entry["output"] = encode(out)
+                entry["aliases_input"] = aliases(out, (*args, *kwargs.values()))
+            entry["inputs_after"] = encode([list(args), kwargs], digest=True) if req.get("inputs_after", True) \
+                else None
+            entry["threads_left"] = left
+            runs.append(entry)
+        result: dict[str, Any] = {"seed": seed, "runs": runs}
+        if req.get("oracle") and runs[0]["error"] is None and _has_half(out):
+            result["oracle"] = _oracle(subject, seed)
+        results.append(result)
+    return {"results": results}
+
+
+def op_oracle(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """The float32 results (see _oracle) for the given seeds, and nothing else: asked for after a timed
+    round whose half-precision outputs missed the candidate's."""
+    return {"oracles": [_oracle(subject, seed) for seed in req["seeds"]]}
+
+
+def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """The reference on each captured call, with what the capture recorded next to what it does now."""
+    calls = []
+    for index in req["seeds"]:
+        recorded = subject.recorded(index)["outcome"]
+        args, kwargs, fn = subject.inputs(index)
+        out, err = call(fn, args, kwargs)
+        entry: dict[str, Any] = {"index": index, "error": err, "raises": recorded.get("type")}
+        if recorded["kind"] == "return":
+            if recorded.get("value") is not None:
+                entry["recorded"] = encode(_Unpickler(subject).loads(recorded["value"]))
+            else:
+                entry["recorded_type"] = recorded.get("unpicklable", "")
+            if err is None:
+                entry["actual"] = encode(out)
+                entry["actual_type"] = f"{_type(out).__module__}.{_type(out).__qualname__}"
+        calls.append(entry)
+    return {"reproduced": calls}
+
+
+_HALF = ("torch.bfloat16", "torch.float16")
+
+
+def _has_half(value: Any) -> bool:
+    return any(str(getattr(b, "dtype", "")) in _HALF for b in buffers(value))
+
+
+def _upcast(value: Any) -> Any:
+    """The same value with its bf16/fp16 tensors (and a module's parameters) in float32."""
+    torch = sys.modules["torch"]
+    t = _type(value)
+    if t in (list, tuple):
+        return t(_upcast(v) for v in value)
+    if t is dict:
+        return {k: _upcast(v) for k, v in value.items()}
+    if t is torch.Tensor and str(value.dtype) in _HALF:
+        return value.float()
+    if _isinstance(value, torch.nn.Module):
+        return value.float()
+    return value
+
+
+def _oracle(subject: Subject, seed: int) -> Any:
+    """The reference's output on the same input computed in float32: how far eager's own half-precision
+    rounding of intermediates lies from the exact result (the harness accepts a candidate at least that
+    close to it). None when the reference does not run in float32."""
+    if "torch" not in sys.modules:
+        return None
+    args, kwargs, fn = subject.inputs(seed)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and _isinstance(owner, sys.modules["torch"].nn.Module):
+        owner.float()
+    elif _isinstance(fn, sys.modules["torch"].nn.Module):
+        fn.float()
+    out, err = call(fn, tuple(_upcast(list(args))), _upcast(kwargs))
+    _sync()
+    if err is not None:
+        return None
+    try:
+        return encode(out)
+    except Exception:
+        return None
+
+
+def op_profile(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """Calls on fresh inputs inside an NVTX range `redline_call`, for Nsight Compute to profile
+    (only the kernels launched inside the range: not the inputs' creation, not the harness's)."""
+    nvtx = state.cuda.torch.cuda.nvtx if state.cuda is not None else None
+    for seed in req["seeds"]:
+        args, kwargs, fn = subject.inputs(seed)
+        _sync()
+        if nvtx is not None:
+            nvtx.range_push("redline_call")
+        _out, err = call(fn, args, kwargs)
+        _sync()
+        if nvtx is not None:
+            nvtx.range_pop()
+        if err is not None:
+            return {"batch_error": f"{err['type']}: {err['message']}"}
+    return {}
+
+

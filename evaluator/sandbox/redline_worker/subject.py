@@ -1,0 +1,195 @@
+"""The callable under test and its inputs: the target's module loaded (or the candidate's code put in
+its place), and the arguments of one call from make_inputs(seed), a KernelBench file or a captured
+call (unpickled here, inside the sandbox)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import io
+import os
+import pickle
+import sys
+import types
+from typing import Any
+
+from .state import _type, state
+
+
+def load_module(path: str, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load_target_module(path: str, name: str) -> types.ModuleType:
+    """The target's module: imported by its dotted name where that name finds this very file (so
+    its package and relative imports work, and pickled objects of its classes are its own), else
+    loaded from the file under `name`."""
+    if "." in name:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == os.path.realpath(path):
+            return importlib.import_module(name)
+    return load_module(path, name)
+
+
+def consuming(fn: Any) -> Any:
+    """A generator function's calls return the list of what it yields, and a coroutine function's what
+    it returns when awaited (on one event loop kept for the worker): outcomes that can be compared."""
+    if inspect.isgeneratorfunction(fn):
+        def drain(*args: Any, **kwargs: Any) -> Any:
+            return list(fn(*args, **kwargs))
+        return drain
+    if inspect.iscoroutinefunction(fn):
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return loop.run_until_complete(fn(*args, **kwargs))
+        return run
+    return fn
+
+
+class _Unpickler(pickle.Unpickler):
+    """Captured objects whose classes lived in the program's `__main__` (or the target module under its
+    runtime name) are made from the target module loaded here."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+
+    def loads(self, data: bytes) -> Any:
+        super().__init__(io.BytesIO(data))
+        return self.load()
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("__main__", getattr(self.subject, "captured_module", None)):
+            return resolve(self.subject.module, name)
+        return super().find_class(module, name)
+
+
+def resolve(obj: Any, qualname: str) -> Any:
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Subject:
+    """The callable under test and how to make its inputs."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        for p in reversed(spec["sys_path"]):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        module = load_target_module(spec["file"], spec["module"])
+        self.module = module
+        qual = spec["qualname"]
+        parts = qual.split(".")
+        source = spec["inputs"]
+        self.kernelbench = source["kind"] == "kernelbench"
+        self.captured: list[bytes] = []
+        self.make_inputs = None
+        if source["kind"] == "make_inputs":
+            inputs_mod = module if os.path.abspath(source["file"]) == os.path.abspath(spec["file"]) else \
+                load_module(source["file"], "_redline_inputs")
+            self.make_inputs = getattr(inputs_mod, source["func"])
+        elif source["kind"] == "captured":
+            self.captured_module = source["module"]
+            for name in source["calls"]:
+                with open(os.path.join(source["store"], name), "rb") as fh:
+                    self.captured.append(fh.read())
+        if spec.get("device") == "cuda":
+            from .cuda import Cuda
+
+            state.cuda = Cuda()
+        code = spec.get("candidate")
+        if code is not None:
+            for mod_name in spec.get("preimport", []):
+                try:
+                    __import__(mod_name)
+                except Exception:  # the candidate's own import will report it
+                    pass
+            # The candidate is a real module in a real file: Triton reads a @jit function's source
+            # from its file, and torch.compile looks its module up in sys.modules.
+            cand_name = module.__name__ + "__candidate"
+            state.candidate_file = os.path.join(state.scratch, cand_name.replace(".", "_") + ".py")
+            with open(state.candidate_file, "w") as fh:
+                fh.write(code)
+            cand_module = types.ModuleType(cand_name)
+            namespace = cand_module.__dict__
+            namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
+            namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__)
+            sys.modules[cand_name] = cand_module
+            state.hook_on = True
+            compiled = compile(code, state.candidate_file, "exec")
+            exec(compiled, namespace)
+            name = parts[-1]
+            if name not in namespace or not callable(namespace[name]):
+                raise NameError(f"the candidate does not define {name}()")
+            fn = namespace[name]
+            if len(parts) > 1:
+                owner = resolve(module, ".".join(parts[:-1]))
+                setattr(owner, name, fn)  # this process is the candidate's own
+            else:
+                module.__dict__[name] = fn
+        state.hook_on = True
+        if self.kernelbench:
+            self.model_cls = resolve(module, parts[0])
+        self.fn = None if self.kernelbench else consuming(resolve(module, qual))
+
+    def first_key(self) -> int:
+        return 0 if self.captured else 12345
+
+    def recorded(self, index: int) -> dict[str, Any]:
+        """A captured call's file: `call` (pickled arguments) and `outcome` (see inputs/store.py)."""
+        return _Unpickler(self).loads(self.captured[index])
+
+    def inputs(self, seed: int) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+        """Positional and keyword arguments for one call (fresh objects every time), and the callable.
+        `seed` picks a captured call by its index, or seeds make_inputs."""
+        _seed_all(seed)
+        if self.captured:
+            args, kwargs = _Unpickler(self).loads(self.recorded(seed)["call"])
+            return tuple(args), dict(kwargs), self.fn
+        if self.kernelbench:
+            cuda = self.spec.get("device") == "cuda"
+            # On CUDA the model and the inputs are made on the device itself (torch's default device):
+            # a KernelBench get_inputs() of 16384x8192 random tensors takes seconds on the CPU.
+            with sys.modules["torch"].device("cuda") if cuda else contextlib.nullcontext():
+                init = self.module.get_init_inputs() if hasattr(self.module, "get_init_inputs") else []
+                _seed_all(seed)
+                model = self.model_cls(*init)
+                _seed_all(seed + 1)
+                args = self.module.get_inputs()
+            if cuda:
+                model = model.cuda()
+                args = [a.cuda() if hasattr(a, "cuda") else a for a in args]
+            return tuple(args), {}, model.forward if ".forward" in self.spec["qualname"] else model
+        assert self.make_inputs is not None
+        value = self.make_inputs(seed)
+        args = value if _type(value) is tuple else (value,)
+        return args, {}, self.fn
+
+
+def _seed_all(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % (2**32))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+

@@ -1,0 +1,112 @@
+"""Timed calls: a batch of calls on inputs prepared before it, each timed on its own (CPU: the bound
+perf_counter; CUDA: events behind a head start), with the checks only a timed call can give; and
+NVML energy over a window of back-to-back calls."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from .codec import encode
+from .cuda import sync
+from .memory import buffers, flip_bits, nbytes, shares, tensor_storages
+from .policy import tamper
+from .state import _perf, candidate_threads, state
+from .subject import Subject
+
+
+def op_energy(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """NVML's energy counter over back-to-back calls on the prepared inputs for at least `min_s`
+    (the counter moves in steps of milliseconds: a window of a few calls reads mostly noise). No L2
+    flush, no output checks inside the window: joules of the calls themselves."""
+    cuda = state.cuda
+    prepared = [subject.inputs(s) for s in req["seeds"]]
+    if cuda is None or cuda.energy_j() is None or not prepared:
+        return {"energy_j": None, "calls": 0}
+    for args, kwargs, fn in prepared:
+        fn(*args, **kwargs)
+    cuda.sync()
+    calls, deadline = 0, _perf() + int(req.get("min_s", 0.3) * 1e9)
+    energy0 = cuda.energy_j()
+    while calls < 3 or _perf() < deadline:
+        args, kwargs, fn = prepared[calls % len(prepared)]
+        fn(*args, **kwargs)
+        calls += 1
+        if calls % len(prepared) == 0:
+            cuda.sync()  # bounded queue: the window ends when the work does
+    cuda.sync()
+    energy1 = cuda.energy_j()
+    return {"energy_j": energy1 - energy0 if energy0 is not None and energy1 is not None else None, "calls": calls,
+            "tamper": tamper()}
+
+
+
+
+def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    seeds = req["seeds"]
+    keep = set(req.get("keep", []))
+    prepared = [subject.inputs(s) for s in seeds]
+    sync()
+    cuda = state.cuda
+    # On CUDA each call's inputs are kept with their bits inverted until the calling stream reaches
+    # that call (see Cuda.begin): a storage shared by several calls is restored at its first.
+    ready: list[list[Any]] = []
+    seen: set[int] = set()
+    for args, kwargs, _fn in prepared:
+        mine = []
+        if cuda is not None:
+            for st in tensor_storages([*args, *kwargs.values()]):
+                if st.device.type == "cuda" and st.data_ptr() not in seen and flip_bits(st):
+                    mine.append(st)
+                seen.add(st.data_ptr())
+        ready.append(mine)
+    times: list[float] = []
+    parts: list[tuple[float, float, float]] = []  # CUDA: (GPU time on the calling stream, issue time, final wait)
+    kept: dict[str, Any] = {}
+    errors: str | None = None
+    reused = False
+    threads_left = 0
+    prev_out: Any = None
+    if cuda is not None:
+        # The head start is the harness's to choose, the same for both sides (from the reference's own
+        # time to issue a call): host work a call needs beyond it is charged as idle GPU time.
+        cuda.ahead_s = float(req.get("ahead_s", cuda.ahead_s))
+        cuda.measure_overhead()
+    energy0 = cuda.energy_j() if cuda else None
+    start = _perf()
+    for i, (args, kwargs, fn) in enumerate(prepared):
+        events = cuda.begin(ready[i]) if cuda is not None else None  # a cold L2 for every timed call
+        t0 = _perf()
+        try:
+            out = fn(*args, **kwargs)
+            t1 = _perf()
+            drain_s = cuda.end(events[1], events[2]) if cuda is not None and events is not None else 0.0
+        except BaseException:
+            errors = traceback.format_exc(limit=6)[-2000:]
+            break
+        threads_left = max(threads_left, candidate_threads[0])
+        host_s = (t1 - t0) * 1e-9
+        if cuda is not None and events is not None:
+            gpu_s = cuda.elapsed_ms(events[0], events[1]) * 1e-3
+            times.append(cuda.call_s(gpu_s, drain_s))
+            parts.append((gpu_s, host_s, drain_s))
+        else:
+            times.append(host_s)
+        if prev_out is not None and any(shares(a, b) for a in buffers(out) for b in buffers(prev_out)):
+            reused = True
+        if i in keep:
+            kept[str(i)] = encode(out)  # encoded at once: work finishing later is not seen
+        prev_out = out
+    total = (_perf() - start) * 1e-9
+    first = [*prepared[0][0], *prepared[0][1].values()] if prepared else []
+    extra: dict[str, Any] = {"bytes_moved": nbytes(first) + (nbytes(prev_out) if prev_out is not None else 0)
+                             if prepared else 0}
+    if cuda is not None:
+        energy1 = cuda.energy_j()
+        mid = [sorted(col)[len(col) // 2] for col in zip(*parts, strict=True)] if parts else []
+        extra.update(gpu={**cuda.state(), **({"gpu_time_s": mid[0], "issue_s": mid[1], "drain_s": mid[2]} if mid else {})},
+                     energy_j=(energy1 - energy0) if energy0 is not None and energy1 is not None else None)
+    return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
+            "threads_left": threads_left, "tamper": tamper(), **extra}
+
+
