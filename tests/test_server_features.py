@@ -6,7 +6,12 @@ import pytest
 from helpers import GPU, TESTS, WORKLOAD, py_spy_record
 from lsprotocol import types as lsp
 from redline.profilers import report
-from redline.server import features
+from redline.server.features.diagnostics import diagnostics
+from redline.server.features.heat import line_heat
+from redline.server.features.hover import hover
+from redline.server.features.inlay_hints import inlay_hints
+from redline.server.features.lenses import code_lenses
+from redline.server.placement import place
 from redline.server.settings import ServerSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -16,11 +21,11 @@ def test_gpu_hover_lists_kernels_with_nsight_metrics() -> None:
     spots = report([GPU / "torch_trace_kernels.json", GPU / "ncu_kernels_details.csv"], WORKLOAD).hotspots
     text = (WORKLOAD / "model" / "kernels.py").read_text()
     mine = [h for h in spots if h.file == "model/kernels.py"]
-    placed = features.place(text, mine)
+    placed = place(text, mine)
     line = next(i for i, s in enumerate(text.splitlines()) if s.startswith("def gelu_bias_triton"))
-    hover = features.hover(text, placed, lsp.Position(line + 2, 4))
-    assert hover is not None
-    md = hover.contents.value  # type: ignore[union-attr]
+    shown = hover(text, placed, lsp.Position(line + 2, 4))
+    assert shown is not None
+    md = shown.contents.value  # type: ignore[union-attr]
     assert "gelu_bias_triton" in md and "GPU" in md and "`gelu_bias_kernel` ×2" in md
     assert "Memory Throughput" in md  # from the Nsight Compute page merged in
 
@@ -30,13 +35,13 @@ def test_placement_follows_the_function_through_edits(tmp_path) -> None:
     spots = [h for h in report([trace], TESTS).hotspots if h.file == "workloads/cpu_work.py"]
     text = (TESTS / "workloads" / "cpu_work.py").read_text()
     settings = ServerSettings(threshold=0.1)
-    before = {d.message.split(":")[0]: d.range.start.line for d in features.diagnostics(text, features.place(text, spots), settings)}
+    before = {d.message.split(":")[0]: d.range.start.line for d in diagnostics(text, place(text, spots), settings)}
     edited = "import os\n\n\n" + text.replace("class Grid:", "class Grid:\n    '''A grid.'''\n")
-    after = {d.message.split(":")[0]: d.range.start.line for d in features.diagnostics(edited, features.place(edited, spots), settings)}
+    after = {d.message.split(":")[0]: d.range.start.line for d in diagnostics(edited, place(edited, spots), settings)}
     assert after["hot function Grid.relax"] == before["hot function Grid.relax"] + 5
     assert after["hot function checksum"] == before["hot function checksum"] + 5
     removed = edited.replace("def checksum(", "def renamed(")
-    names = [d.message for d in features.diagnostics(removed, features.place(removed, spots), settings)]
+    names = [d.message for d in diagnostics(removed, place(removed, spots), settings)]
     assert not any("checksum" in n for n in names), "a function that is gone shows nothing"
 
 
@@ -44,14 +49,14 @@ def test_threshold_and_toggles(tmp_path) -> None:
     trace = py_spy_record(TESTS / "workloads" / "cpu_work.py", tmp_path / "t.json", "speedscope")
     spots = [h for h in report([trace], TESTS).hotspots if h.file == "workloads/cpu_work.py"]
     text = (TESTS / "workloads" / "cpu_work.py").read_text()
-    placed = features.place(text, spots)
+    placed = place(text, spots)
     everything = lsp.Range(lsp.Position(0, 0), lsp.Position(999, 0))
-    assert features.diagnostics(text, placed, ServerSettings(threshold=0.99)) == []
-    assert features.inlay_hints(text, placed, ServerSettings(inlayHints=False), everything) == []
-    assert features.code_lenses(text, "file:///x.py", placed, ServerSettings(codeLenses=False)) == []
-    hint = features.inlay_hints(text, placed, ServerSettings(), everything)[0]
+    assert diagnostics(text, placed, ServerSettings(threshold=0.99)) == []
+    assert inlay_hints(text, placed, ServerSettings(inlayHints=False), everything) == []
+    assert code_lenses(text, "file:///x.py", placed, ServerSettings(codeLenses=False)) == []
+    hint = inlay_hints(text, placed, ServerSettings(), everything)[0]
     assert str(hint.label).startswith("self ") and "· total " in str(hint.label)
-    heat = features.line_heat(placed)
+    heat = line_heat(placed)
     assert heat and all(0 < h["heat"] <= 1 for h in heat)
 
 

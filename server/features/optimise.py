@@ -1,32 +1,29 @@
-"""Optimise runs started from the editor: progress, cancel, and the winner offered for review."""
+"""Optimise from the editor: a run in the background with progress and cancel (capturing inputs first
+where the function has none), and the verified winner offered for review as a versioned edit."""
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-import shlex
 import threading
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types as lsp
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from pygls.uris import from_fs_path, to_fs_path
 from redline.evaluator.apply import unchanged
-from redline.evaluator.inputs.capture import CaptureError, capture_target, run_capture
-from redline.evaluator.inputs.store import StoreError, read_last_profile
 from redline.evaluator.models import Report
 from redline.evaluator.progress import CandidateDone, Event, ProposerFailed, VersusCompile, describe
 from redline.evaluator.proposers import hotspot_note
 from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
 
-from .settings import ServerSettings
-
-if TYPE_CHECKING:
-    from .main import RedlineServer
+from ..core import CommandError, RedlineServer, command, parse_args
+from ..runs import Offer
+from ..settings import ServerSettings
+from .capture import capture_command, capture_first
 
 
 class OptimiseArgs(BaseModel):
@@ -38,38 +35,6 @@ class OptimiseArgs(BaseModel):
 class RunArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runId: str
-
-
-class CommandError(Exception):
-    """A command that cannot be carried out; the message goes to the user."""
-
-
-@dataclass
-class Offer:
-    """A verified winner waiting for the user's decision."""
-
-    run_id: str
-    uri: str
-    target: Target
-    report: Report
-    new_source: str
-    version: int | None
-
-
-@dataclass
-class Runs:
-    offers: dict[str, Offer] = field(default_factory=dict)
-    running: dict[str, threading.Event] = field(default_factory=dict)
-
-
-def parse_args(model: type[BaseModel], args: tuple[Any, ...]) -> Any:
-    if len(args) != 1:
-        raise CommandError(f"expected one argument object, got {len(args)}")
-    try:
-        return model.model_validate(args[0])
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CommandError(f"bad argument {'.'.join(str(x) for x in err['loc']) or 'object'}: {err['msg']}")
 
 
 def run_options(settings: ServerSettings) -> RunOptions:
@@ -128,11 +93,11 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         nonlocal target, token
         if target is None:
             assert capture is not None
-            target = await capture_first(ls, a, spec, capture, cancel)
+            target = await capture_first(ls, a.function, spec, capture, cancel)
             if target is None:
                 ls.runs.running.pop(run_id, None)
                 return
-        token = await begin_progress(ls, f"redline-optimise-{run_id}", f"redline: optimising {a.function}", cancel)
+        token = await ls.begin_progress(f"redline-optimise-{run_id}", f"redline: optimising {a.function}", cancel)
         try:
             report = await loop.run_in_executor(None, work)
         except Exception as exc:  # an evaluator failure must not take the server down
@@ -147,74 +112,6 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
 
     ls.background(run())
     return {"runId": run_id, "started": True, "capturing": capture is not None}
-
-
-async def begin_progress(ls: RedlineServer, token: str, title: str, cancel: threading.Event) -> str:
-    """A cancellable work-done progress (its token), or "" for a client that has none or refuses it."""
-    if not _supports_progress(ls):
-        return ""
-    progress = ls.work_done_progress
-    try:
-        await progress.create_async(token)
-        fut = progress.tokens.get(token)
-        if fut is not None:
-            fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-    except Exception:  # a client that refuses progress still gets the result
-        return ""
-    progress.begin(token, lsp.WorkDoneProgressBegin(title=title, cancellable=True, message="starting", percentage=0))
-    return token
-
-
-def capture_command(ls: RedlineServer, function: str) -> tuple[list[str], Path]:
-    """The command whose calls are captured for a function without inputs, and where it runs:
-    `redline.captureCommand`, else the command of the last `redline profile` in the workspace."""
-    if ls.settings.captureCommand.strip():
-        return shlex.split(ls.settings.captureCommand), ls.store.root
-    try:
-        last = read_last_profile(ls.store.root)
-    except StoreError as exc:
-        raise CommandError(str(exc))
-    if last is None:
-        raise CommandError(f"{function} has no inputs: set redline.captureCommand to the command that runs your "
-                           "program (or profile it with `redline profile -- CMD`) so that its real calls can be "
-                           "captured, or define make_inputs(seed) in its module")
-    return last.command, Path(last.cwd)
-
-
-async def capture_first(ls: RedlineServer, a: OptimiseArgs, spec: str, capture: tuple[list[str], Path],
-                        cancel: threading.Event) -> Target | None:
-    """Offer to capture the function's real calls, capture them (progress, cancel), and load the target
-    with them; None where the user declines or nothing usable was captured (the user is told why)."""
-    cmd, cwd = capture
-    choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
-        type=lsp.MessageType.Info,
-        message=f"redline: {a.function} has no inputs. Capture its real calls by running `{shlex.join(cmd)}`?",
-        actions=[lsp.MessageActionItem("Capture and optimise"), lsp.MessageActionItem("Cancel")]))
-    if choice is None or choice.title != "Capture and optimise":
-        return None
-    token = await begin_progress(ls, f"redline-capture-{uuid.uuid4().hex[:10]}",
-                                 f"redline: capturing calls of {a.function}", cancel)
-    progress = ls.work_done_progress
-    loop = asyncio.get_running_loop()
-    summary, target = "", None
-    try:
-        targets = [capture_target(spec)]
-        result = await loop.run_in_executor(None, lambda: run_capture(targets, cmd, cwd, cancel=cancel))
-        m = result.manifests[0][1]
-        summary = f"kept {m.calls_kept} of {m.calls_seen} calls" + \
-            (f" (the command exited with {result.exit_code})" if result.exit_code else "")
-        target = load_target(spec)
-    except (CaptureError, TargetError) as exc:
-        summary = str(exc).splitlines()[0]
-        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"redline: capture: {exc}"))
-    if token:
-        progress.end(token, lsp.WorkDoneProgressEnd(message=summary))
-    return target
-
-
-def _supports_progress(ls: RedlineServer) -> bool:
-    window = ls.client_capabilities.window
-    return bool(window and window.work_done_progress)
 
 
 async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Report, run_id: str,
@@ -313,3 +210,9 @@ def cancel(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if ev is not None:
         ev.set()
     return {"cancelled": ev is not None}
+
+
+def register(ls: RedlineServer) -> None:
+    for name, fn in (("redline.optimise", start), ("redline.applyWinner", apply), ("redline.discardWinner", discard),
+                     ("redline.cancel", cancel)):
+        ls.command(name)(command(fn))

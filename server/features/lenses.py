@@ -1,0 +1,33 @@
+"""Code lenses on each hot function: its shares, and Optimise."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from ..core import RedlineServer, guarded
+from ..placement import OPTIMISE_COMMAND, Placed, def_range, hot, shares
+from ..settings import ServerSettings
+
+
+def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSettings) -> list[lsp.CodeLens]:
+    if not settings.codeLenses:
+        return []
+    out = []
+    for p in placed:
+        if not hot(p, settings):
+            continue
+        r = def_range(text, p.fn)
+        out.append(lsp.CodeLens(range=r, command=lsp.Command(title=shares(p), command="")))
+        out.append(lsp.CodeLens(range=r, command=lsp.Command(
+            title="Optimise", command=OPTIMISE_COMMAND, arguments=[{"uri": uri, "function": p.fn.qualname}])))
+    return out
+
+
+
+
+def register(ls: RedlineServer) -> None:
+    @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    @guarded([])
+    def code_lens(ls: RedlineServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+        text, placed = ls.placed(params.text_document.uri)
+        return code_lenses(text, params.text_document.uri, placed, ls.settings)

@@ -1,0 +1,140 @@
+"""The workspace and its profiles: initialisation and settings, loading traces (on start, when they
+change on disk, on `redline.loadProfile`) and refreshing every open document after a load."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
+
+from ..core import CommandError, RedlineServer, command, guarded
+from ..settings import ServerSettings
+from ..state import ProfileStore
+from .diagnostics import publish
+
+log = logging.getLogger("redline.server")
+
+
+async def reload(ls: RedlineServer) -> None:
+    """Load the profiles in a worker thread, then refresh every open document."""
+    loop = asyncio.get_running_loop()
+    snap = await loop.run_in_executor(None, ls.store.load, ls.settings.profileGlobs)
+    ls.forget()
+    for err in snap.errors:
+        ls.warn(f"redline: {err}")
+    ls.protocol.notify("redline/profileLoaded", {
+        "traces": list(snap.traces), "samples": snap.samples, "totals": snap.totals, "unit": snap.unit,
+        "errors": list(snap.errors), "files": len(snap.by_file)})
+    for uri in list(ls.workspace.text_documents):
+        publish(ls, uri)
+    ws = ls.client_capabilities.workspace
+    if ws and ws.code_lens and ws.code_lens.refresh_support:
+        ls.background(_refresh(ls.workspace_code_lens_refresh_async))
+    if ws and ws.inlay_hint and ws.inlay_hint.refresh_support:
+        ls.background(_refresh(ls.workspace_inlay_hint_refresh_async))
+
+
+async def _refresh(request: Callable[[None], Awaitable[Any]]) -> None:
+    try:
+        await request(None)
+    except Exception as exc:  # a client that claims refresh support but fails it loses only the refresh
+        log.info("refresh request failed: %s", exc)
+
+
+def schedule_reload(ls: RedlineServer) -> None:
+    if ls.loading is not None and not ls.loading.done():
+        ls.loading.cancel()
+    ls.loading = asyncio.ensure_future(reload(ls))
+
+
+def _merge_settings(ls: RedlineServer, raw: Any) -> None:
+    ls.settings, problem = ServerSettings.merged(ls.settings, raw)
+    if problem:
+        ls.warn(problem)
+
+
+def load_profile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`redline.loadProfile [path]`: load one more trace, wherever it is."""
+    if len(args) != 1 or not isinstance(args[0], str):
+        raise CommandError("redline.loadProfile takes one argument: the trace's path")
+    p = Path(args[0])
+    path = p if p.is_absolute() else ls.store.root / p
+    if not path.is_file():
+        raise CommandError(f"{args[0]}: no such trace file")
+    ls.store.add_explicit(str(path))
+    schedule_reload(ls)
+    return {"loading": str(path)}
+
+
+def status(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    snap = ls.store.snapshot
+    return {"traces": list(snap.traces), "samples": snap.samples, "errors": list(snap.errors),
+            "running": list(ls.runs.running), "offers": list(ls.runs.offers)}
+
+
+def register(ls: RedlineServer) -> None:
+    @ls.feature(lsp.INITIALIZE)
+    @guarded(None)
+    def initialize(ls: RedlineServer, params: lsp.InitializeParams) -> None:
+        root = (params.root_uri and to_fs_path(params.root_uri)) or params.root_path
+        if params.workspace_folders:
+            root = to_fs_path(params.workspace_folders[0].uri) or root
+        if root:
+            ls.store = ProfileStore(Path(root))
+        _merge_settings(ls, params.initialization_options)
+
+    @ls.feature(lsp.INITIALIZED)
+    @guarded(None)
+    async def initialized(ls: RedlineServer, params: lsp.InitializedParams) -> None:
+        ws = ls.client_capabilities.workspace
+        if ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration:
+            watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{g.lstrip('./')}") for g in ls.settings.profileGlobs]
+            ls.background(ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
+                id="redline-traces", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))])))
+        if ws and ws.configuration:
+            try:
+                cfg = await asyncio.wait_for(ls.workspace_configuration_async(lsp.ConfigurationParams(
+                    items=[lsp.ConfigurationItem(section="redline")])), 5)
+                if cfg:
+                    _merge_settings(ls, cfg[0])
+            except Exception as exc:
+                log.warning("workspace/configuration failed: %s", exc)
+        schedule_reload(ls)
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded(None)
+    def did_change_configuration(ls: RedlineServer, params: lsp.DidChangeConfigurationParams) -> None:
+        old = ls.settings
+        _merge_settings(ls, params.settings)
+        if ls.settings.profileGlobs != old.profileGlobs:
+            schedule_reload(ls)
+        else:
+            for uri in list(ls.workspace.text_documents):
+                publish(ls, uri)
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @guarded(None)
+    def did_change_watched(ls: RedlineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        root = ls.store.root
+        for change in params.changes:
+            path = to_fs_path(change.uri)
+            if not path:
+                continue
+            try:
+                rel = Path(path).resolve().relative_to(root).as_posix()
+            except ValueError:
+                rel = path
+            if any(fnmatch.fnmatch(rel, g.lstrip("./")) for g in ls.settings.profileGlobs) \
+                    or path in ls.store.snapshot.traces:
+                schedule_reload(ls)
+                return
+
+    ls.command("redline.loadProfile")(command(load_profile))
+    ls.command("redline.status")(command(status))

@@ -1,0 +1,74 @@
+"""Hot functions placed in a document's current text, by identity (qualified name, found again by
+tree-sitter), so edits above a function move its hints with it; a line keeps its offset from the `def`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lsprotocol import types as lsp
+from redline.profilers import Hotspot
+from redline.profilers.source import FunctionDef, parse_functions
+
+from .settings import ServerSettings
+
+OPTIMISE_COMMAND = "redline.optimise"
+
+
+@dataclass
+class Placed:
+    """A hot function as it stands in the current text."""
+
+    fn: FunctionDef
+    spots: list[Hotspot] = field(default_factory=list)  # one per weight kind, CPU first
+
+    @property
+    def primary(self) -> Hotspot:
+        return self.spots[0]
+
+    @property
+    def hottest(self) -> float:
+        """The largest inclusive share (own time plus the libraries it calls) over its weight kinds:
+        what decides whether it is hot, so that a function whose time goes into a library it calls
+        is offered for optimising."""
+        return max(max(s.inclusive_fraction, s.self_fraction) for s in self.spots)
+
+    def current_line(self, trace_line: int) -> int:
+        """1-based line in the current text of a line the trace named (offset from the def kept)."""
+        return self.fn.line + (trace_line - self.primary.line)
+
+
+def place(text: str, spots: list[Hotspot]) -> list[Placed]:
+    fns = {f.qualname: f for f in parse_functions(text.encode())}
+    placed: dict[str, Placed] = {}
+    for s in sorted(spots, key=lambda h: h.kind != "cpu"):
+        fn = fns.get(s.function)
+        if fn is None:
+            continue
+        placed.setdefault(s.function, Placed(fn)).spots.append(s)
+    return sorted(placed.values(), key=lambda p: p.fn.line)
+
+
+def shares(p: Placed) -> str:
+    parts = []
+    for s in p.spots:
+        label = "" if s.kind == "cpu" else "GPU "
+        parts.append(f"{label}self {s.self_fraction:.0%} · total {s.total_fraction:.0%}")
+    return " | ".join(parts)
+
+
+def def_range(text: str, fn: FunctionDef) -> lsp.Range:
+    lines = text.splitlines()
+    line = fn.line - 1
+    # the `def` line itself (decorators come first in the span)
+    for i in range(fn.line - 1, min(fn.end_line, len(lines))):
+        if lines[i].lstrip().startswith(("def ", "async def ")):
+            line = i
+            break
+    src = lines[line] if line < len(lines) else ""
+    start = len(src) - len(src.lstrip())
+    return lsp.Range(lsp.Position(line, start), lsp.Position(line, len(src)))
+
+
+def hot(p: Placed, settings: ServerSettings) -> bool:
+    """Whether a placed function gets a diagnostic, lenses and the Optimise action."""
+    return p.hottest >= settings.threshold
