@@ -50,6 +50,8 @@ ADVERSARIAL_EXPECT: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "warmup_then_cheap.py": ({"incorrect"}, ("timed call",)),
     "lazy_proxy.py": ({"incorrect"}, ("Lazy", "numpy.ndarray")),
     "background_thread.py": ({"rejected_exploit"}, ("background threads",)),
+    "daemon_thread.py": ({"rejected_exploit"}, ("background threads",)),
+    "threads_joined.py": ({"ok", "not_faster"}, ("x",)),
     "fake_equality.py": ({"incorrect"}, ("AlwaysEqual",)),
     "patched_timer.py": ({"rejected_exploit"}, ("patched time.perf_counter",)),
     "patched_comparison.py": ({"incorrect"}, ("wrong result",)),

@@ -105,3 +105,28 @@ def test_apply_writes_only_an_unchanged_file(tmp_path: Path) -> None:
     text = (tmp_path / "target.py").read_text()
     assert "return x * w + 1.0" in text and "for i in range" not in text.split("def make_inputs")[0]
     assert "def make_inputs" in text
+
+
+RACING = ("background_thread.py", "daemon_thread.py", "threads_joined.py")
+
+
+def test_racing_verdicts_are_the_same_on_every_run(tmp_path: Path) -> None:
+    """Cheats that race the harness (and the honest candidate nearest to them) five times each: every
+    copy gets the same verdict, because the harness wins the race by construction (threads started in
+    a checked call wait before running, and their end is judged against the call's actual return)."""
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for name in RACING:
+        for i in range(5):
+            (cands / f"{Path(name).stem}_{i}.py").write_text((ADV / "candidates" / name).read_text() + f"# copy {i}\n")
+    shutil.copy(ADV / "target.py", tmp_path / "target.py")
+    res = redline("optimise", f"{tmp_path / 'target.py'}::affine", "--candidates", str(cands), "--no-builtin",
+                  "--budget", "100", "--json", str(tmp_path / "r.json"), cwd=tmp_path, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = {c["origin"].removeprefix("file:"): c for c in json.loads((tmp_path / "r.json").read_text())["candidates"]}
+    for name in RACING:
+        statuses, words = EXPECT[name]
+        runs = [got[f"{Path(name).stem}_{i}.py"] for i in range(5)]
+        assert all(r["status"] in statuses for r in runs), [(r["status"], r["reason"]) for r in runs]
+        assert len({r["status"] for r in runs}) == 1, [r["status"] for r in runs]
+        assert all(w in r["reason"] for r in runs for w in words)

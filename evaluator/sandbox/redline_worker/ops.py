@@ -10,7 +10,7 @@ from typing import Any
 from .codec import encode
 from .cuda import sync as _sync
 from .memory import aliases, buffers
-from .state import _isinstance, _type, candidate_threads, state, violations
+from .state import _isinstance, _type, candidate_threads, late_threads, state, violations
 from .subject import Subject, _Unpickler
 
 
@@ -27,6 +27,44 @@ def call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, d
 
 
 
+def _returned(frame: Any, event: str, arg: Any) -> None:
+    """The profile function of a checked call: it clears `in_call` at the return of the outermost
+    Python frame, synchronously in the calling thread, so no thread the call started can end
+    "before the return" unless it really did (a count read after the return races the thread)."""
+    if event == "call":
+        _depth[0] += 1
+    elif event == "return":
+        _depth[0] -= 1
+        if _depth[0] == 0:
+            state.in_call = False
+
+
+_depth = [0]
+
+
+# Threads started by a second checked call wait this long before running: a call that does not wait for
+# its threads has returned long before, whatever the scheduler does, so leaving work to them is caught
+# every time; a call that joins them only takes longer (checked calls are not timed).
+THREAD_DELAY_S = 0.02
+
+
+def checked_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 delay_threads: bool) -> tuple[Any, dict[str, Any] | None, int]:
+    """A call as the gate makes it: its result or error, and how many threads it started that were
+    still running when it returned (whether they ended before the harness looked or not)."""
+    late_threads[0] = 0
+    _depth[0] = 0
+    state.thread_delay_s = THREAD_DELAY_S if delay_threads else 0.0
+    state.in_call = True
+    sys.setprofile(_returned)
+    try:
+        out, err = call(fn, args, kwargs)
+    finally:
+        sys.setprofile(None)
+        state.in_call = False
+    return out, err, late_threads[0] + candidate_threads[0]
+
+
 def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     results = []
     for seed in req["seeds"]:
@@ -37,10 +75,9 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 state.cuda.sync()
                 if rep % 2:  # the second call behind a device-side wait: side streams that join it start late
                     state.cuda.hold(200e-6)
-            out, err = call(fn, args, kwargs)
+            out, err, left = checked_call(fn, args, kwargs, delay_threads=rep % 2 == 1)
             snaps = state.cuda.snapshot(out) if state.cuda is not None and err is None else []
             _sync()
-            left = candidate_threads[0]  # right at return, before anything else
             entry: dict[str, Any] = {"error": err}
             if snaps and state.cuda is not None:
                 entry["unordered"] = state.cuda.unordered(snaps)

@@ -12,7 +12,7 @@ import threading
 import types
 from typing import Any
 
-from .state import _isinstance, candidate_threads, state, violations, watched
+from .state import _isinstance, _sleep, candidate_threads, late_threads, state, violations, watched
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))  # every file of the worker is the harness's
 _in_hook = False
@@ -123,16 +123,37 @@ def _counting_start_new_thread(function: Any, args: Any = (), kwargs: Any = None
     if not (state.hook_on and _candidate_frame(sys._getframe(1))):
         return _real_start_new_thread(function, args, kwargs or {})
 
+    started_in_call = state.in_call
+    if started_in_call and state.thread_delay_s:
+        _delay_target(function, state.thread_delay_s)
+
     def run(*a: Any, **k: Any) -> Any:
         try:
             return function(*a, **k)
         finally:
             with _thread_lock:
                 candidate_threads[0] -= 1
+                if started_in_call and not state.in_call:
+                    late_threads[0] += 1  # still working after the call it was started in returned
 
     with _thread_lock:
         candidate_threads[0] += 1
     return _real_start_new_thread(run, args, kwargs or {})
+
+
+def _delay_target(bootstrap: Any, seconds: float) -> None:
+    """Make a thread wait `seconds` before its target runs: after it has told `Thread.start` that it
+    started (so the caller goes on), before any of its work."""
+    thread = getattr(bootstrap, "__self__", None)
+    if not _isinstance(thread, threading.Thread):
+        return
+    target = thread.run
+
+    def run_later() -> None:
+        _sleep(seconds)
+        target()
+
+    thread.run = run_later  # type: ignore[method-assign]
 
 
 def install() -> None:

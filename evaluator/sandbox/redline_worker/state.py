@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 _perf = time.perf_counter_ns
+_sleep = time.sleep
 _type = type
 _isinstance = isinstance
 _len = len
@@ -26,6 +27,7 @@ watched: dict[tuple[str, str], object] = {
 violations: list[str] = []  # what the audit hook blocked, in the words the reply carries
 sample_seed = [0]  # where large arrays are sampled: the harness sends it with each request
 candidate_threads = [0]  # threads the candidate's own code started that are still running
+late_threads = [0]  # of those, how many ended after the checked call they were started in had returned
 
 
 class State:
@@ -35,6 +37,8 @@ class State:
     writable: tuple[str, ...] = ()  # the scratch directory and, for trusted workers, the shared compiler cache
     allow_processes = False
     cuda: Any = None  # the harness's handles on CUDA (cuda.Cuda) when the spec asks for the GPU
+    in_call = False  # a checked call is running (cleared the moment it returns: see ops.checked_call)
+    thread_delay_s = 0.0  # how long threads a checked call starts wait before running (see ops.checked_call)
 
 
 state = State()
