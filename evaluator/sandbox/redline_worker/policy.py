@@ -144,7 +144,7 @@ def _counting_start_new_thread(function: Any, args: Any = (), kwargs: Any = None
 def _delay_target(bootstrap: Any, seconds: float) -> None:
     """Make a thread wait `seconds` before its target runs: after it has told `Thread.start` that it
     started (so the caller goes on), before any of its work."""
-    thread = getattr(bootstrap, "__self__", None)
+    thread: Any = getattr(bootstrap, "__self__", None)
     if not _isinstance(thread, threading.Thread):
         return
     target = thread.run
@@ -153,7 +153,7 @@ def _delay_target(bootstrap: Any, seconds: float) -> None:
         _sleep(seconds)
         target()
 
-    thread.run = run_later  # type: ignore[method-assign]
+    thread.run = run_later
 
 
 def install() -> None:
