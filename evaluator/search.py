@@ -83,6 +83,7 @@ class Search:
         self.best_at_last_round: float | None = None
         self.stale = 0
         self.proposing = self.submitting = True
+        self.timed_out = False  # the time limit stopped the search
 
     def run(self, make_pool: PoolFactory, earlier: list[CandidateResult], run_id: str) -> Report:
         pool = make_pool(self.target, self.settings)
@@ -129,7 +130,11 @@ class Search:
             self._fill(pool)
             if not self.in_flight:
                 return
-            result = pool.next_done(0.2)
+            left = self.budget.wall_s - (time.monotonic() - self.started)
+            if left <= 0:
+                self._cut_off(pool)
+                return
+            result = pool.next_done(min(0.2, left))
             if result is None or self.cancel.is_set():
                 continue  # a candidate cut short by cancelling is not a result
             prop = self.in_flight.pop(result.id)
@@ -138,6 +143,14 @@ class Search:
             best = self.archive.best
             self.say(CandidateDone(result.id, result.status, result.reason, result.speedup, len(self.archive.results),
                                    best.speedup if best else None, result.round))
+
+    def _cut_off(self, pool: EvaluationPool) -> None:
+        """The time limit is reached: the candidates still being evaluated are stopped and not counted."""
+        self.timed_out = True
+        self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached: "
+                          f"{', '.join(sorted(self.in_flight, key=lambda c: int(c[1:])))} stopped and not counted")
+        pool.cancel()
+        self.in_flight.clear()
 
     def _fill(self, pool: EvaluationPool) -> None:
         """Submit queued proposals while the pool has room, proposing a new round when the queue is empty."""
@@ -260,6 +273,9 @@ class Search:
         """
         compile_code = torch_compile_code(self.target, "default")
         if compile_code is None:
+            return winner, None
+        if self.timed_out:
+            self.notes.append(f"{winner.id} was not timed against torch.compile: the time limit was reached")
             return winner, None
         if self.settings.device == "cpu" and "triton" in self.target.source:
             self.notes.append("not timed against torch.compile: it cannot trace Triton kernels in Triton's CPU "

@@ -66,9 +66,8 @@ class Timing:
         self._last_cand_cpu: float | None = None
 
     def batch(self, ch: Channel, seeds: list[int], keep: list[int], sample: int = 0,
-              ahead_s: float | None = None) -> tuple[Reply, float, float]:
-        """One timed batch: the reply, the harness's own wall time for it, and the worker's CPU time before."""
-        cpu_before = ch.cpu_seconds()
+              ahead_s: float | None = None) -> tuple[Reply, float]:
+        """One timed batch: the reply, and the harness's own wall time for it."""
         t0 = time.perf_counter()
         req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}
         if ahead_s is not None:
@@ -81,7 +80,7 @@ class Timing:
             raise Rejected("rejected_exploit", f"{ch.who} left background threads running after returning")
         if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):
             raise Rejected("rejected_exploit", f"{ch.who} reported {len(reply.times)} call times for {len(seeds)} calls")
-        return reply, wall, cpu_before
+        return reply, wall
 
     def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
         """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
@@ -92,8 +91,8 @@ class Timing:
         for ch in (cand, ref):
             if warm:
                 self.batch(ch, warm, [])
-        got, _, _ = self.batch(cand, fresh, [])
-        want, _, _ = self.batch(ref, fresh, [])
+        got, _ = self.batch(cand, fresh, [])
+        want, _ = self.batch(ref, fresh, [])
         return FirstSeen(want.times, got.times, [self.plan.weight(k) for k in fresh])
 
     def measure(self, cand: Channel, ref: Channel, gpu_info: dict[str, Any] | None,
@@ -120,7 +119,7 @@ class Timing:
         for ch in (ref, cand):
             prev = None
             for _ in range(6):
-                reply, _, _ = self.batch(ch, self.plan.timing_keys(3), [], ahead_s=ahead)
+                reply, _ = self.batch(ch, self.plan.timing_keys(3), [], ahead_s=ahead)
                 per_call_bytes = max(per_call_bytes, reply.bytes_moved)
                 m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
@@ -144,9 +143,10 @@ class Timing:
         order = [cand, ref] if len(rounds.base) % 2 == 0 else [ref, cand]
         replies: dict[str, Reply] = {}
         for ch in order:
-            reply, wall, cpu_before = self.batch(ch, seeds, keep, sample, ahead)
+            own_before = ch.own_cpu_seconds() if ch is cand else 0.0
+            reply, wall = self.batch(ch, seeds, keep, sample, ahead)
             if ch is cand:
-                self._candidate_rules(cand, reply, wall, cpu_before)
+                self._candidate_rules(cand, reply, wall, own_before)
             replies[ch.who] = reply
         got, want = replies[cand.who], replies[ref.who]
         for who, r in (("candidate", got), ("reference", want)):
@@ -161,16 +161,18 @@ class Timing:
         rounds.base.append(want.times)
         rounds.cand.append(got.times)
 
-    def _candidate_rules(self, cand: Channel, reply: Reply, wall: float, cpu_before: float) -> None:
-        """Work between timed batches, and a timer that disagrees with the harness's, are exploits."""
-        # Built-ins are trusted to compile in the background (torch.compile's workers).
+    def _candidate_rules(self, cand: Channel, reply: Reply, wall: float, own_before: float) -> None:
+        """Work between timed batches, and a timer that disagrees with the harness's, are exploits. The
+        idle work counted is the worker process's own (the candidate's code and its threads), not that of
+        processes a library started for it (a compiler's workers), which the candidate cannot start."""
+        own_after = cand.own_cpu_seconds()
         if self._last_cand_cpu is not None and not self.trusted:
-            idle_cpu = cpu_before - self._last_cand_cpu
-            batch_cpu = max(cand.cpu_seconds() - cpu_before, 0.0)
+            idle_cpu = own_before - self._last_cand_cpu
+            batch_cpu = max(own_after - own_before, 0.0)
             if idle_cpu > max(0.05, 0.5 * batch_cpu):
                 raise Rejected("rejected_exploit", f"kept working between timed calls ({idle_cpu:.3f}s "
                                "of CPU while idle): work done outside the timed region")
-        self._last_cand_cpu = cand.cpu_seconds()
+        self._last_cand_cpu = own_after
         if reply.worker_s < 0.5 * wall - 0.01 or reply.batch_s > reply.worker_s + 0.01:
             raise Rejected("rejected_exploit", f"its timer reports {reply.worker_s:.4f}s for a request the "
                            f"harness measured at {wall:.4f}s (patched timer)")

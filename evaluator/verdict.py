@@ -78,3 +78,6 @@ class Channel:
 
     def cpu_seconds(self) -> float:
         return self.worker.cpu_seconds()
+
+    def own_cpu_seconds(self) -> float:
+        return self.worker.own_cpu_seconds()

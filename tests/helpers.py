@@ -1,6 +1,7 @@
 """Shared test helpers: paths, the real CLI, real py-spy recordings."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,28 @@ def py_spy_record(script: Path, out: Path, fmt: str, rate: int = 200, extra: tup
     subprocess.run([spy, "record", "--rate", str(rate), "--format", fmt, "--output", str(out), *extra, "--",
                     sys.executable, str(script)], check=True, capture_output=True, timeout=300)
     return out
+
+
+def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120) -> None:
+    """Wait until `count` sandboxed worker processes (REDLINE_SANDBOXED=1 in their environment) have each
+    used `cpu_s` of CPU: candidates are running their calls. A condition polled, not a guessed delay."""
+    import time
+
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = 0
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes():
+                    fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                    busy += (int(fields[11]) + int(fields[12])) / tick >= cpu_s
+            except OSError:
+                continue
+        if busy >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} candidate workers started running their calls")
 
 
 def has_gpu() -> bool:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import redline
+from helpers import redline, wait_for_spinning
 
 VECTOR = "def affine(x, w):\n    return x * w + 1.0\n"
 
@@ -130,9 +130,9 @@ def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
-        if "c1:" in line:
+        if "evaluating c2" in line:
             break
-    time.sleep(1.0)  # c2 is now spinning in its sandbox
+    wait_for_spinning()  # c2's worker is burning CPU inside its call
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     rc = proc.wait(timeout=30)
@@ -219,3 +219,20 @@ def test_a_sampled_output_with_one_wrong_element_the_sample_misses_fails_on_its_
     compare(worker.encode(ref), worker.encode(ref.copy()), "output", None, None)  # equal: passes
     with pytest.raises(Mismatch, match="the sum over all 6000000 elements"):
         compare(worker.encode(ref), worker.encode(got), "output", None, None)
+
+
+def test_the_time_limit_stops_the_candidate_in_flight(tmp_path: Path) -> None:
+    """--time-limit S: no candidate starts after S, the one running at S is stopped and not counted, and
+    the run ends within 10% of S plus the winner's project tests (none here)."""
+    write(tmp_path / "m.py", REF)
+    d = tmp_path / "cands"
+    write(d / "a_fast.py", VECTOR)
+    write(d / "b_hangs.py", "def affine(x, w):\n    while True:\n        pass\n")
+    write(d / "c_never.py", "def affine(x, w):\n    return x * w + 1.0 + 0.0\n")
+    limit = 12.0
+    doc, res = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {}, "--candidates", str(d), "--time-limit",
+                        str(limit), "--timeout", "120")
+    assert [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
+    assert any(n.startswith(f"the time limit ({limit:g} s) was reached: c2 stopped") for n in doc["notes"])
+    assert doc["cost"]["wall_s"] <= limit * 1.1
+    assert not doc["cancelled"] and "c3" not in res.stderr

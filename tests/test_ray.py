@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline
+from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline, wait_for_spinning
 
 ray = pytest.importorskip("ray")
 from ray_cluster import LocalRayCluster, sandboxed_processes, task_processes  # noqa: E402
@@ -113,7 +113,7 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     (cands / "hang_again.py").write_text(hang + "\n# a second copy, so that both nodes are busy\n")
     proc = popen(cli(target, cands, cluster.address, "--timeout", "120"), tmp_path)
     wait_for_tasks(2)
-    time.sleep(1.0)  # both candidates are inside their hanging call
+    wait_for_spinning(2)  # both candidates are inside their hanging call
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -67,27 +67,36 @@ def bwrap_path() -> str | None:
     return path if probe.returncode == 0 else None
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and all its descendants, read from /proc."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc."""
+    out: list[int] = []
     stack = [pid]
-    seen = set()
     while stack:
         p = stack.pop()
-        if p in seen:
+        if p in out:
             continue
-        seen.add(p)
+        out.append(p)
         try:
-            stat = Path(f"/proc/{p}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
             for task in os.listdir(f"/proc/{p}/task"):
-                kids = Path(f"/proc/{p}/task/{task}/children").read_text().split()
-                stack.extend(int(k) for k in kids)
-        except (OSError, ValueError, IndexError):
+                stack.extend(int(k) for k in Path(f"/proc/{p}/task/{task}/children").read_text().split())
+        except (OSError, ValueError):
             continue
-    return total
+    return out
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (all its threads, ended ones included), read from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its descendants, read from /proc."""
+    return sum(process_cpu_seconds(p) for p in _descendants(pid))
 
 
 class Worker:
@@ -101,9 +110,23 @@ class Worker:
         self.scratch = scratch
         self.stderr_path = stderr_path
         self.isolation = isolation
+        self._worker_pid: int | None = None  # the worker's own process (under bwrap, below bwrap's)
 
     def cpu_seconds(self) -> float:
         return tree_cpu_seconds(self.proc.pid)
+
+    def own_cpu_seconds(self) -> float:
+        """CPU time of the worker process itself (the candidate's code and the threads it starts), not of
+        the processes below it, which only libraries may start for it (a compiler's workers)."""
+        if self._worker_pid is None:
+            for pid in _descendants(self.proc.pid):
+                try:
+                    if b"redline_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        self._worker_pid = pid
+                        break
+                except OSError:
+                    continue
+        return process_cpu_seconds(self._worker_pid or self.proc.pid)
 
     def stderr_tail(self, n: int = 3000) -> str:
         try:
