@@ -219,13 +219,14 @@ class Evaluator:
         try:
             gpu_info = self._load(cand, ref)
             first = self._first_seen(timing, cand, ref) if self.plan.captured else None
-            self.gate.check(cand, ref)
+            covered = self.gate.check(cand, ref)
             verdict = timing.measure(cand, ref, gpu_info, first)
         except Rejected as rej:
             return CandidateResult(status=rej.status, reason=rej.reason, error_tail=rej.tail[-3000:], **base)
         finally:
             self.baseline_times.extend(timing.baseline_times)
-        return CandidateResult(status=verdict.status, reason=verdict.reason, **verdict.fields, **base)
+        return CandidateResult(status=verdict.status, reason=verdict.reason, shapes_checked=covered, **verdict.fields,
+                               **base)
 
     def _load(self, cand: Channel, ref: Channel) -> dict[str, Any] | None:
         """Both workers loaded: the reference's GPU description (None on the CPU). A candidate that does not

@@ -14,10 +14,11 @@ class Gate:
     def __init__(self, settings: EvalSettings, plan: InputPlan) -> None:
         self.settings, self.plan = settings, plan
 
-    def check(self, cand: Channel, ref: Channel) -> None:
+    def check(self, cand: Channel, ref: Channel) -> list[str]:
         """Raise the candidate's verdict unless it matches the reference on every checked input: the
         same outcome (or exception type), the same on a second call, no threads or unordered streams
-        left behind, no aliasing the reference does not do, and inputs left as the reference leaves them."""
+        left behind, no aliasing the reference does not do, and inputs left as the reference leaves them;
+        then the same on edge variants of the inputs. Returns the variants' shapes it covered."""
         seeds = self.plan.check_keys(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
@@ -29,6 +30,31 @@ class Gate:
         what = "a captured call" if self.plan.captured else "a fresh input"
         for r, g in zip(want.results, got.results, strict=True):
             self._one(r.runs[0], g.runs[0], g.runs[1], r.seed, r.oracle, what)
+        return self._variants(cand, ref, [r.seed for r in want.results if r.runs[0].error is None])
+
+    def _variants(self, cand: Channel, ref: Channel, seeds: list[int]) -> list[str]:
+        """The candidate on edge variants of the first inputs (other shapes and layouts, derived in the
+        worker): it must match the reference on every one the reference itself accepts. Returns the
+        shapes checked."""
+        if not seeds:
+            return []
+        req = {"op": "variants", "seeds": seeds, "inputs": 2, "sample_seed": fresh_seeds(1)[0]}
+        got = cand.ask(req)  # the candidate first, as in every check
+        want = ref.ask({**req, "domain": True})
+        found = {(v.seed, v.index): v for v in got.variants}
+        covered: list[str] = []
+        for w in want.variants:
+            if w.error is not None:
+                continue  # outside the function's domain: the reference rejects it
+            g = found.get((w.seed, w.index))
+            if g is None or g.error is not None:
+                raise Rejected("incorrect", f"correct at {w.base}; at {w.label} the reference returns, the "
+                               f"candidate {'raises ' + error_line(g.error) if g and g.error else 'does not run'}",
+                               g.error.tb if g and g.error else "")
+            self.same(w.output, g.output, "output", f"correct at {w.base}; wrong at {w.label}: ", oracle=w.oracle)
+            if w.label not in covered:
+                covered.append(w.label)
+        return covered
 
     def _one(self, rr: Run, g1: Run, g2: Run, seed: int, oracle: Encoded | None, what: str) -> None:
         for run in (g1, g2):

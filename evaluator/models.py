@@ -86,6 +86,7 @@ class CandidateResult(_Model):
     speedup: float | None = None
     speedup_ci95: tuple[float, float] | None = None
     first_seen_speedup: float | None = None  # captured inputs: on calls the candidate had not run before
+    shapes_checked: list[str] = []  # edge variants of the inputs (other shapes, layouts) it matched the reference on
     baseline_median_s: float | None = None
     code: str = ""
     error_tail: str = ""

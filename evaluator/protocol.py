@@ -49,6 +49,18 @@ class Reproduced(_Msg):
     actual_type: str = ""
 
 
+class VariantRun(_Msg):
+    """One edge variant of an input (another shape or layout), called once."""
+
+    seed: int
+    index: int
+    base: str  # the shapes of the input as given
+    label: str  # the variant's shapes (or what changed)
+    error: ErrorInfo | None = None
+    output: Encoded | None = None
+    oracle: Encoded | None = None  # the reference's, in float32 (half-precision outputs only)
+
+
 class Reply(_Msg):
     """A worker's reply to `load`, `check` or `time`."""
 
@@ -70,6 +82,8 @@ class Reply(_Msg):
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0
+    # variants
+    variants: list[VariantRun] = []
     # reproduce (captured calls)
     reproduced: list[Reproduced] = []
     # oracle

@@ -119,8 +119,10 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
     assert time.monotonic() - t0 < 30
+    # The sandboxes die with their Ray worker (a parent-death signal), a moment after it: poll for it.
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (task_processes("evaluate_task") or cluster.running_tasks()):
+    while time.monotonic() < deadline and (task_processes("evaluate_task") or cluster.running_tasks()
+                                           or sandboxed_processes()):
         time.sleep(0.5)
     assert task_processes("evaluate_task") == [] and cluster.running_tasks() == []
     assert sandboxed_processes() == []

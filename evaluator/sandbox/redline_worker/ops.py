@@ -12,6 +12,8 @@ from .cuda import sync as _sync
 from .memory import aliases, buffers
 from .state import _isinstance, _type, candidate_threads, late_threads, state, violations
 from .subject import Subject, _Unpickler
+from .variants import LAYOUT, derive
+from .variants import apply as apply_variant
 
 
 def call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
@@ -96,6 +98,41 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
+def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """Each input's edge variants (variants.py), called one by one: what each returned or raised. For
+    the reference (`domain`), a layout variant whose result differs from the same values' contiguous
+    result is outside its domain (it assumes a layout it does not check), and half-precision outputs
+    come with their float32 oracle."""
+    runs = []
+    for seed in req["seeds"][:req.get("inputs", 2)]:
+        args, kwargs, _ = subject.inputs(seed)
+        base, found = derive(args, kwargs)
+        for index in range(len(found)):
+            runs.append(_variant(subject, seed, index, base, bool(req.get("domain"))))
+    return {"variants": runs}
+
+
+def _variant(subject: Subject, seed: int, index: int, base: str, domain: bool) -> dict[str, Any]:
+    args, kwargs, fn = subject.inputs(seed)  # fresh objects for every variant
+    label, transform = derive(args, kwargs)[1][index]
+    vargs, vkwargs = apply_variant(transform, args, kwargs)
+    out, err = call(fn, vargs, vkwargs)
+    _sync()
+    entry: dict[str, Any] = {"seed": seed, "index": index, "base": base, "label": label, "error": err}
+    if err is not None:
+        return entry
+    entry["output"] = encode(out)
+    if domain and label.endswith(LAYOUT):
+        args, kwargs, fn = subject.inputs(seed)
+        same, _ = call(fn, args, kwargs)
+        _sync()
+        if encode(same) != entry["output"]:
+            entry["error"] = {"type": "LayoutDependent", "message": "the result depends on the layout", "tb": ""}
+    if domain and _has_half(out):
+        entry["oracle"] = _oracle_of(fn, vargs, vkwargs)
+    return entry
+
+
 def op_oracle(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     """The float32 results (see _oracle) for the given seeds, and nothing else: asked for after a timed
     round whose half-precision outputs missed the candidate's."""
@@ -151,10 +188,17 @@ def _oracle(subject: Subject, seed: int) -> Any:
     if "torch" not in sys.modules:
         return None
     args, kwargs, fn = subject.inputs(seed)
+    return _oracle_of(fn, args, kwargs)
+
+
+def _oracle_of(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
     owner = getattr(fn, "__self__", None)
-    if owner is not None and _isinstance(owner, sys.modules["torch"].nn.Module):
+    if owner is not None and _isinstance(owner, torch.nn.Module):
         owner.float()
-    elif _isinstance(fn, sys.modules["torch"].nn.Module):
+    elif _isinstance(fn, torch.nn.Module):
         fn.float()
     out, err = call(fn, tuple(_upcast(list(args))), _upcast(kwargs))
     _sync()

@@ -1,0 +1,109 @@
+"""Edge inputs derived from one call's arguments: other shapes and layouts that the function should
+handle as well as the one it is timed on.
+
+Arrays and tensors change together by dimension size: every axis of every argument that has size d
+becomes 1, an odd size just below d, or 0 (arguments that must agree, such as a bias whose length is
+the matrix's last dimension, keep agreeing). A layout variant passes the same values as non-contiguous
+views. Sequences and strings become empty, one item long, or an odd length. Large arrays shrink their
+other long axes, so that a variant costs at most about what the call does. The list is the same in
+every process for the same arguments, so the reference and the candidate run the same variants.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .state import _type
+
+MAX_VARIANTS = 10
+LAYOUT = " as non-contiguous views"  # how a layout variant's label ends
+_LARGE = 1 << 22  # elements of one array above which its other long axes shrink to _SHRUNK
+_SHRUNK = 1024
+
+Transform = Callable[[Any], Any]
+
+
+def _arrays(values: list[Any]) -> list[Any]:
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    return [v for v in values if (np is not None and _type(v) is np.ndarray and v.ndim >= 1)
+            or (torch is not None and _type(v) is torch.Tensor and v.dim() >= 1)]
+
+
+def _odd_below(d: int) -> int:
+    return d - 1 if d % 2 == 0 else d - 2
+
+
+def _new_shape(shape: Any, sizes: dict[int, int], shrink: bool) -> list[int]:
+    out = []
+    for n in shape:
+        n = int(n)
+        out.append(sizes.get(n, _SHRUNK if shrink and n > _SHRUNK else n))
+    return out
+
+
+def _resize(value: Any, sizes: dict[int, int], shrink: bool) -> Any:
+    """`value` with every axis of size `d` in `sizes` cut to `sizes[d]` (a contiguous copy)."""
+    out = value[tuple(slice(0, n) for n in _new_shape(value.shape, sizes, shrink))]
+    return out.copy() if hasattr(out, "copy") and not hasattr(out, "clone") else out.clone()
+
+
+def _strided(value: Any) -> Any:
+    """The same values as a view that is not contiguous (every other element of a wider buffer)."""
+    shape = tuple(int(n) for n in value.shape)
+    wide = (*shape[:-1], 2 * shape[-1])
+    if hasattr(value, "clone"):
+        buf = sys.modules["torch"].empty(wide, dtype=value.dtype, device=value.device)
+    else:
+        buf = sys.modules["numpy"].empty(wide, dtype=value.dtype)
+    buf[..., ::2] = value
+    return buf[..., ::2]
+
+
+def _shape_label(shapes: list[Any]) -> str:
+    return ", ".join("(" + ", ".join(str(int(n)) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+                     for shape in shapes)
+
+
+def derive(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, list[tuple[str, Transform]]]:
+    """The shapes of the call as given, and its variants: (label, function of one argument value)."""
+    values = [*args, *kwargs.values()]
+    arrays = _arrays(values)
+    out: list[tuple[str, Transform]] = []
+    if arrays:
+        large = any(int(a.numel() if hasattr(a, "numel") else a.size) > _LARGE for a in arrays)
+        sizes = sorted({int(n) for a in arrays for n in a.shape if int(n) > 1}, reverse=True)
+        for d in sizes:
+            for t in (_odd_below(d), 1, 0):
+                if t < 0 or t == d:
+                    continue
+                change = {d: t}
+                out.append((_shape_label([_new_shape(a.shape, change, large) for a in arrays]),
+                            _array_transform(arrays, change, large)))
+        if any(int(n) > 1 for a in arrays for n in a.shape):
+            out.append((_shape_label([a.shape for a in arrays]) + LAYOUT, _layout_transform(arrays)))
+    for i, v in enumerate(args):
+        if _type(v) in (list, tuple, str, bytes) and len(v) > 1:
+            for n, what in ((0, "empty"), (1, "one item"), (len(v) - 1 if len(v) % 2 == 0 else len(v) - 2, "odd")):
+                if 0 <= n < len(v):
+                    out.append((f"argument {i + 1} {what} (length {n})", _seq_transform(v, n)))
+    return _shape_label([a.shape for a in arrays]) if arrays else "as given", out[:MAX_VARIANTS]
+
+
+def _array_transform(arrays: list[Any], change: dict[int, int], large: bool) -> Transform:
+    ids = {id(a) for a in arrays}
+    return lambda v: _resize(v, change, large) if id(v) in ids else v
+
+
+def _layout_transform(arrays: list[Any]) -> Transform:
+    ids = {id(a) for a in arrays}
+    return lambda v: _strided(v) if id(v) in ids else v
+
+
+def _seq_transform(target: Any, n: int) -> Transform:
+    return lambda v: v[:n] if v is target else v
+
+
+def apply(transform: Transform, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return tuple(transform(a) for a in args), {k: transform(v) for k, v in kwargs.items()}

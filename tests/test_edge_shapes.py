@@ -1,0 +1,85 @@
+"""Edge shapes through the real CLI: a candidate correct only at the shapes it was timed on is
+`incorrect`, its reason naming the shapes; honest rewrites still win and list the shapes they were
+checked at; a function whose domain is one shape keeps working."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, redline
+
+HONEST = """import numpy as np
+
+
+def moving_average(xs, k):
+    c = np.concatenate(([0.0], np.cumsum(xs)))
+    idx = np.arange(1, xs.shape[0] + 1)
+    lo = np.maximum(0, idx - k)
+    return (c[idx] - c[lo]) / (idx - lo)
+"""
+# The edge weights precomputed for length 400: right at 400, wrong (or failing) anywhere else.
+FOR_400 = """import numpy as np
+
+_DEN = np.minimum(np.arange(1, 401), 8).astype(float)
+
+
+def moving_average(xs, k):
+    c = np.concatenate(([0.0], np.cumsum(xs)))
+    idx = np.arange(1, xs.shape[0] + 1)
+    lo = np.maximum(0, idx - k)
+    return (c[idx] - c[lo]) / _DEN
+"""
+
+
+def run(tmp_path: Path, target: str, cands: dict[str, str]) -> dict[str, dict]:
+    d = tmp_path / "cands"
+    d.mkdir()
+    for name, code in cands.items():
+        (d / name).write_text(code)
+    res = redline("optimise", target, "--candidates", str(d), "--no-builtin", "--json", str(tmp_path / "r.json"),
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    out = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    out["__winner__"] = doc["winner"]
+    return out
+
+
+def test_length_specialised_numpy_is_incorrect_and_the_honest_rewrite_wins(tmp_path: Path) -> None:
+    shutil.copy(TESTS / "shapes" / "moving_average.py", tmp_path / "ma.py")
+    got = run(tmp_path, f"{tmp_path / 'ma.py'}::moving_average", {"honest.py": HONEST, "for_400.py": FOR_400})
+    wrong = got["for_400.py"]
+    assert wrong["status"] == "incorrect" and wrong["reason"].startswith("correct at (400,); ") \
+        and "(399,)" in wrong["reason"], wrong["reason"]
+    honest = got["honest.py"]
+    assert honest["status"] == "ok" and got["__winner__"]["id"] == honest["id"]
+    assert {"(399,)", "(1,)", "(0,)", "(400,) as non-contiguous views"} <= set(honest["shapes_checked"])
+
+
+def test_a_function_defined_at_one_shape_only_keeps_working(tmp_path: Path) -> None:
+    src = (TESTS / "shapes" / "moving_average.py").read_text().replace(
+        "    n = xs.shape[0]\n", "    if xs.shape != (400,) or not xs.flags['C_CONTIGUOUS']:\n"
+        "        raise ValueError('400 contiguous samples expected')\n    n = xs.shape[0]\n", 1)
+    (tmp_path / "ma.py").write_text(src)
+    got = run(tmp_path, f"{tmp_path / 'ma.py'}::moving_average", {"honest.py": HONEST})
+    assert got["honest.py"]["status"] == "ok", got["honest.py"]["reason"]
+    assert got["honest.py"]["shapes_checked"] == []  # every variant is outside the function's domain
+
+
+def test_shape_specialised_torch_is_incorrect_at_the_shapes_that_change_together(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "rows.py").write_text(
+        "import torch\n\n\ndef shift_rows(x, b):\n    out = torch.empty_like(x)\n    for i in range(x.shape[0]):\n"
+        "        out[i] = x[i] * 2.0 + b\n    return out\n\n\ndef make_inputs(seed):\n"
+        "    g = torch.Generator().manual_seed(seed)\n    return torch.randn(64, 96, generator=g), torch.randn(96, generator=g)\n")
+    honest = "def shift_rows(x, b):\n    return x * 2.0 + b\n"
+    fixed = "def shift_rows(x, b):\n    return (x.reshape(64, 96) * 2.0 + b.reshape(1, 96)).reshape(x.shape)\n"
+    got = run(tmp_path, f"{tmp_path / 'rows.py'}::shift_rows", {"honest.py": honest, "fixed.py": fixed})
+    assert got["honest.py"]["status"] == "ok", got["honest.py"]["reason"]
+    assert "(64, 95), (95,)" in got["honest.py"]["shapes_checked"]  # the bias shrinks with the matrix
+    wrong = got["fixed.py"]
+    assert wrong["status"] == "incorrect" and wrong["reason"].startswith("correct at (64, 96), (96,); at "), \
+        wrong["reason"]
