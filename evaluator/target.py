@@ -81,8 +81,19 @@ def project_root(file: Path) -> Path:
     return file.parent
 
 
-def load_target(spec: str, inputs: str | None = None) -> Target:
-    """Parse `FILE::QUALNAME` (and `--inputs FILE::FUNC`) into a Target, or raise TargetError."""
+@dataclass(frozen=True)
+class Located:
+    """A function named `FILE::QUALNAME`, found in its file's current text."""
+
+    file: Path
+    file_part: str  # FILE as the user gave it, for messages
+    qualname: str
+    fn: FunctionDef
+    source: str
+
+
+def locate(spec: str) -> Located:
+    """Find `FILE::QUALNAME`, or raise TargetError saying what is wrong with it."""
     if "::" not in spec:
         raise TargetError(f"{spec}: expected FILE::QUALNAME, e.g. app.py::smooth or model.py::Model.forward")
     file_part, qual = spec.rsplit("::", 1)
@@ -102,6 +113,13 @@ def load_target(spec: str, inputs: str | None = None) -> Target:
     if fn is None:
         known = ", ".join(f.qualname for f in fns[:12])
         raise TargetError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
+    return Located(file, file_part, qual, fn, source)
+
+
+def load_target(spec: str, inputs: str | None = None) -> Target:
+    """Parse `FILE::QUALNAME` (and `--inputs FILE::FUNC`) into a Target, or raise TargetError."""
+    found = locate(spec)
+    file, file_part, qual, fn, source = found.file, found.file_part, found.qualname, found.fn, found.source
     root = project_root(file)
     if _defines(source, "get_inputs") and qual.split(".")[0] == "Model":
         source_of_inputs = InputSource("kernelbench")

@@ -100,9 +100,22 @@ def build(root: Path) -> MCPServer:
         "is sandboxed, checked against the original on fresh inputs and timed against it with a 95% "
         "interval. optimise never edits files; apply_winner does, only if the file is unchanged."))
 
+    _trace_tools(server, root)
+    _optimise_tools(server, root)
+    _run_resources(server, root)
+    return server
+
+
+def _resolver(root: Path) -> Callable[[str], Path]:
     def resolve(path: str) -> Path:
         p = Path(path)
         return p if p.is_absolute() else root / p
+    return resolve
+
+
+def _trace_tools(server: MCPServer, root: Path) -> None:
+    """hotspots, profile, capture."""
+    resolve = _resolver(root)
 
     @server.tool()
     def hotspots(traces: list[str], workspace_root: str = "", top: int = 20) -> dict[str, Any]:
@@ -152,6 +165,10 @@ def build(root: Path) -> MCPServer:
              "signatures": len(m.signatures), "not_kept": {**m.unrecordable, **m.dropped}}
             for t, m, folder in result.manifests]}
 
+
+def _optimise_tools(server: MCPServer, root: Path) -> None:
+    """optimise (with the agent's own model through sampling) and apply_winner."""
+    resolve = _resolver(root)
     runs_in_flight: dict[str, _Run] = {}
 
     @server.tool()
@@ -236,6 +253,9 @@ def build(root: Path) -> MCPServer:
         return {"applied": True, "file": path, "speedup": report.winner.speedup,
                 "speedup_ci95": list(report.winner.speedup_ci95)}
 
+
+def _run_resources(server: MCPServer, root: Path) -> None:
+    """Past runs as resources."""
     @server.resource("redline://runs", mime_type="application/json")
     def runs() -> list[dict[str, Any]]:
         """Past optimisation runs in this workspace."""
@@ -257,8 +277,6 @@ def build(root: Path) -> MCPServer:
         except ApplyRefused as exc:
             raise ToolError(str(exc))
         return (root / ".redline" / "runs" / run_id / "report.md").read_text()
-
-    return server
 
 
 def serve(root: Path) -> None:

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redline.profilers.source import parse_functions
-
 from .store import CapturedCall, Manifest, SignatureCount, store_dir
 
 RECORDER = Path(__file__).with_name("recorder")
@@ -56,25 +54,16 @@ class CaptureResult:
 
 def capture_target(spec: str) -> CaptureTarget:
     """Parse FILE::QUALNAME for capture; the function must exist in the file."""
-    from ..target import module_name_of, project_root
+    from ..target import TargetError, locate, module_name_of, project_root
 
-    if "::" not in spec:
-        raise CaptureError(f"{spec}: expected FILE::QUALNAME, e.g. app.py::smooth or pkg/mod.py::Parser.parse")
-    file_part, qual = spec.rsplit("::", 1)
-    file = Path(file_part).resolve()
-    if not file.is_file():
-        raise CaptureError(f"{file_part}: no such file")
     try:
-        fns = parse_functions(file.read_bytes())
-    except OSError as exc:
-        raise CaptureError(f"{file_part}: cannot read ({exc.strerror})")
-    if not any(f.qualname == qual for f in fns):
-        known = ", ".join(f.qualname for f in fns[:12])
-        raise CaptureError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")
-    if "<locals>" in qual:
+        found = locate(spec)
+    except TargetError as exc:
+        raise CaptureError(str(exc))
+    if "<locals>" in found.qualname:
         raise CaptureError(f"{spec}: a function defined inside another function cannot be captured")
-    root = project_root(file)
-    return CaptureTarget(file, qual, root, module_name_of(file, root))
+    root = project_root(found.file)
+    return CaptureTarget(found.file, found.qualname, root, module_name_of(found.file, root))
 
 
 def script_command(cmd: list[str]) -> list[str]:
