@@ -145,3 +145,34 @@ def test_optimise_without_inputs_names_the_capture_command(app: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert f"redline capture --target app.py::scale -- {sys.executable} app.py 0 0.5" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_generators_and_coroutines_are_captured_by_what_they_yield_and_return(tmp_path: Path) -> None:
+    shutil.copy(CAPTURED / "generators.py", tmp_path / "gen.py")
+    (tmp_path / "redline.toml").write_text("")
+    res = redline("capture", "--target", "gen.py::chunks", "--target", "gen.py::total", "--", sys.executable,
+                  "gen.py", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    for name in ("chunks", "total"):
+        m = json.loads((tmp_path / f".redline/inputs/gen.{name}/manifest.json").read_text())
+        assert m["calls_kept"] == 3 and all(c["outcome"] == "return" for c in m["calls"])
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    # An iterator instead of a generator function is the same to a caller that iterates; a dropped
+    # chunk is not.
+    (cands / "expr.py").write_text("def chunks(items, size):\n    return (sum(items[i:i + size]) for i in "
+                                   "range(0, len(items), size))\n")
+    (cands / "short.py").write_text("def chunks(items, size):\n    return (sum(items[i:i + size]) for i in "
+                                    "range(0, len(items) - size, size))\n")
+    got = {c["origin"].removeprefix("file:"): c for c in optimise(tmp_path, "gen.py::chunks", cands,
+                                                                   tmp_path / "r.json")["candidates"]}
+    assert got["expr.py"]["status"] in ("ok", "not_faster"), got["expr.py"]["reason"]
+    assert got["short.py"]["status"] == "incorrect", got["short.py"]["reason"]
+    awaited = tmp_path / "awaited"
+    awaited.mkdir()
+    (awaited / "plain.py").write_text("async def total(items):\n    return sum(x * x for x in items)\n")
+    (awaited / "off.py").write_text("async def total(items):\n    return sum(x * x for x in items) + 1\n")
+    got = {c["origin"].removeprefix("file:"): c for c in optimise(tmp_path, "gen.py::total", awaited,
+                                                                   tmp_path / "r2.json")["candidates"]}
+    assert got["plain.py"]["status"] in ("ok", "not_faster"), got["plain.py"]["reason"]
+    assert got["off.py"]["status"] == "incorrect", got["off.py"]["reason"]

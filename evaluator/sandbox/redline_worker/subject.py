@@ -42,20 +42,23 @@ def load_target_module(path: str, name: str) -> types.ModuleType:
     return load_module(path, name)
 
 
-def consuming(fn: Any) -> Any:
-    """A generator function's calls return the list of what it yields, and a coroutine function's what
-    it returns when awaited (on one event loop kept for the worker): outcomes that can be compared."""
-    if inspect.isgeneratorfunction(fn):
+def consuming(fn: Any, like: Any) -> Any:
+    """Calls of `fn` as the outcome of `like` (the target as written) is compared: where the target is a
+    generator function, the list of what the call yields (or of what the iterator it returns gives);
+    where it is a coroutine function, what the call returns when awaited (on one event loop kept for the
+    worker). Otherwise `fn` itself."""
+    if inspect.isgeneratorfunction(like):
         def drain(*args: Any, **kwargs: Any) -> Any:
             return list(fn(*args, **kwargs))
         return drain
-    if inspect.iscoroutinefunction(fn):
+    if inspect.iscoroutinefunction(like):
         import asyncio
 
         loop = asyncio.new_event_loop()
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            return loop.run_until_complete(fn(*args, **kwargs))
+            result = fn(*args, **kwargs)
+            return loop.run_until_complete(result) if inspect.isawaitable(result) else result
         return run
     return fn
 
@@ -112,6 +115,7 @@ class Subject:
             from .cuda import Cuda
 
             state.cuda = Cuda()
+        self.original = None if spec["inputs"]["kind"] == "kernelbench" else resolve(module, qual)
         code = spec.get("candidate")
         if code is not None:
             for mod_name in spec.get("preimport", []):
@@ -145,7 +149,7 @@ class Subject:
         state.hook_on = True
         if self.kernelbench:
             self.model_cls = resolve(module, parts[0])
-        self.fn = None if self.kernelbench else consuming(resolve(module, qual))
+        self.fn = None if self.kernelbench else consuming(resolve(module, qual), self.original)
 
     def first_key(self) -> int:
         return 0 if self.captured else 12345
