@@ -82,6 +82,10 @@ async def client(lsp_client: LanguageClient, workspace: Path) -> Any:
     for method in ("redline/profileLoaded", "redline/runFinished", "redline/winner"):
         lsp_client.feature(method)(lambda params, m=method: ev.record(m, params))
 
+    # Requests a VS Code-like client answers (the server asks them after loading a profile).
+    for request in (lsp.WORKSPACE_CODE_LENS_REFRESH, lsp.WORKSPACE_INLAY_HINT_REFRESH, lsp.CLIENT_REGISTER_CAPABILITY):
+        lsp_client.feature(request)(lambda params, m=request: ev.record(m, params))
+
     @lsp_client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
     def message_request(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem:
         ev.record("showMessageRequest", params)
