@@ -34,19 +34,28 @@ class Gate:
 
     def _variants(self, cand: Channel, ref: Channel, seeds: list[int]) -> list[str]:
         """The candidate on edge variants of the first inputs (other shapes and layouts, derived in the
-        worker): it must match the reference on every one the reference itself accepts. Returns the
-        shapes checked."""
+        worker), one at a time so that a crash names its shapes: it must match the reference on every
+        one the reference itself accepts. Returns the shapes checked."""
         if not seeds:
             return []
-        req = {"op": "variants", "seeds": seeds, "inputs": 2, "sample_seed": fresh_seeds(1)[0]}
-        got = cand.ask(req)  # the candidate first, as in every check
-        want = ref.ask({**req, "domain": True})
-        found = {(v.seed, v.index): v for v in got.variants}
+        listing = ref.ask({"op": "variants", "seeds": seeds, "inputs": 2, "list": True}).variants
+        sample = fresh_seeds(1)[0]
         covered: list[str] = []
-        for w in want.variants:
-            if w.error is not None:
+        for v in listing:
+            one = {"op": "variants", "seeds": [v.seed], "inputs": 1, "only": [v.index], "sample_seed": sample}
+            try:
+                got = cand.ask(one).variants  # the candidate first, as in every check
+            except Rejected as rej:  # it crashed or hung there: is that shape in the function's domain?
+                want = ref.ask({**one, "domain": True}).variants
+                if want and want[0].error is None:
+                    raise Rejected("incorrect", f"correct at {v.base}; at {v.label} the reference returns, "
+                                   f"{rej.reason}", rej.tail)
+                raise Rejected(rej.status, f"correct at {v.base}; at {v.label} (outside the function's domain): "
+                               f"{rej.reason}", rej.tail)
+            want = ref.ask({**one, "domain": True}).variants
+            if not want or want[0].error is not None:
                 continue  # outside the function's domain: the reference rejects it
-            g = found.get((w.seed, w.index))
+            w, g = want[0], got[0] if got else None
             if g is None or g.error is not None:
                 raise Rejected("incorrect", f"correct at {w.base}; at {w.label} the reference returns, the "
                                f"candidate {'raises ' + error_line(g.error) if g and g.error else 'does not run'}",

@@ -83,3 +83,21 @@ def test_shape_specialised_torch_is_incorrect_at_the_shapes_that_change_together
     wrong = got["fixed.py"]
     assert wrong["status"] == "incorrect" and wrong["reason"].startswith("correct at (64, 96), (96,); at "), \
         wrong["reason"]
+
+
+def test_a_triton_kernel_written_for_one_row_length_is_incorrect_in_the_interpreter(tmp_path: Path) -> None:
+    """The Triton interpreter on CPU tensors (TRITON_INTERPRET=1, set by the evaluator): a kernel whose
+    row length is the tested shape's passes the first checks and fails at the derived shapes, while the
+    honest masked kernel keeps its verdict."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    ops = (TESTS / "gpu" / "ops.py").read_text().replace('device="cuda"', 'device="cpu"').replace("2048, 4096", "96, 1000")
+    (tmp_path / "ops.py").write_text(ops.replace("(4096,", "(1000,"))
+    got = run(tmp_path, f"{tmp_path / 'ops.py'}::gelu_bias", {
+        "row_1000.py": (TESTS / "shapes" / "triton_row_1000.py").read_text(),
+        "masked.py": (TESTS / "gpu" / "candidates" / "triton_fused.py").read_text()})
+    wrong = got["row_1000.py"]
+    assert wrong["status"] == "incorrect" and wrong["reason"].startswith("correct at (96, 1000), (1000,); "), \
+        wrong["reason"]
+    assert got["masked.py"]["status"] in ("ok", "not_faster"), got["masked.py"]["reason"]
+    assert "(96, 999), (999,)" in got["masked.py"]["shapes_checked"]

@@ -114,11 +114,15 @@ def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     result is outside its domain (it assumes a layout it does not check), and half-precision outputs
     come with their float32 oracle."""
     runs = []
+    only = req.get("only")
     for seed in req["seeds"][:req.get("inputs", 2)]:
         args, kwargs, _ = subject.inputs(seed)
         base, found = derive(args, kwargs)
-        for index in range(len(found)):
-            runs.append(_variant(subject, seed, index, base, bool(req.get("domain"))))
+        for index, (label, _transform) in enumerate(found):
+            if req.get("list"):  # what the variants are, without calling anything
+                runs.append({"seed": seed, "index": index, "base": base, "label": label})
+            elif only is None or index in only:
+                runs.append(_variant(subject, seed, index, base, bool(req.get("domain"))))
     return {"variants": runs}
 
 
