@@ -38,7 +38,7 @@ class Gate:
         one the reference itself accepts. Returns the shapes checked."""
         if not seeds:
             return []
-        listing = ref.ask({"op": "variants", "seeds": seeds, "inputs": 2, "list": True}).variants
+        listing = ref.ask({"op": "variants", "seeds": seeds, "inputs": 2}).variants
         sample = fresh_seeds(1)[0]
         covered: list[str] = []
         for v in listing:

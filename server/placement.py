@@ -30,7 +30,7 @@ class Placed:
         """The largest inclusive share (own time plus the libraries it calls) over its weight kinds:
         what decides whether it is hot, so that a function whose time goes into a library it calls
         is offered for optimising."""
-        return max(max(s.inclusive_fraction, s.self_fraction) for s in self.spots)
+        return max(s.inclusive_fraction for s in self.spots)
 
     def current_line(self, trace_line: int) -> int:
         """1-based line in the current text of a line the trace named (offset from the def kept)."""

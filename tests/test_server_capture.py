@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from helpers import TESTS, redline
+from helpers import TESTS, plain, redline
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -60,15 +60,6 @@ class Events:
                 self.changed.clear()
                 await self.changed.wait()
         return await asyncio.wait_for(until(), timeout)
-
-
-def plain(value: Any) -> Any:
-    """pygls hands custom notifications' params over as named tuples; make them plain data again."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 EVENTS = Events()

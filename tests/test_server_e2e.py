@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from helpers import REPO, py_spy_record
+from helpers import REPO, plain, py_spy_record
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from redline.profilers import report
@@ -30,17 +30,6 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "redline.toml").write_text("")
     py_spy_record(root / "app.py", root / ".redline" / "app.speedscope.json", "speedscope", rate=200)
     return root
-
-
-def plain(value: Any) -> Any:
-    """pygls hands custom notifications' params over as named tuples; make them plain data again."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
 
 
 class Editor:

@@ -8,7 +8,6 @@ the sandbox; `outcome` is `{"kind": "return", "value": bytes | None}` or
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Literal
@@ -128,6 +127,4 @@ def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
-    if isinstance(exc, json.JSONDecodeError):
-        return exc.msg
     return str(exc)

@@ -109,26 +109,26 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
 
 
 def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
-    """Each input's edge variants (variants.py), called one by one: what each returned or raised. For
-    the reference (`domain`), a layout variant whose result differs from the same values' contiguous
-    result is outside its domain (it assumes a layout it does not check), and half-precision outputs
-    come with their float32 oracle."""
+    """Each input's edge variants (variants.py): listed (their shapes), or those named in `only` called
+    one by one, with what each returned or raised. For the reference (`domain`), a layout variant whose
+    result differs from the same values' contiguous result is outside its domain (it assumes a layout
+    it does not check), and half-precision outputs come with their float32 oracle."""
     runs = []
-    only = req.get("only")
     for seed in req["seeds"][:req.get("inputs", 2)]:
+        if req.get("only") is not None:  # the variants asked for, each on inputs made for it alone
+            runs += [_variant(subject, seed, index, bool(req.get("domain"))) for index in req["only"]]
+            continue
         args, kwargs, _ = subject.inputs(seed)
         base, found = derive(args, kwargs)
-        for index, (label, _transform) in enumerate(found):
-            if req.get("list"):  # what the variants are, without calling anything
-                runs.append({"seed": seed, "index": index, "base": base, "label": label})
-            elif only is None or index in only:
-                runs.append(_variant(subject, seed, index, base, bool(req.get("domain"))))
+        runs += [{"seed": seed, "index": index, "base": base, "label": label}
+                 for index, (label, _transform) in enumerate(found)]
     return {"variants": runs}
 
 
-def _variant(subject: Subject, seed: int, index: int, base: str, domain: bool) -> dict[str, Any]:
+def _variant(subject: Subject, seed: int, index: int, domain: bool) -> dict[str, Any]:
     args, kwargs, fn = subject.inputs(seed)  # fresh objects for every variant
-    label, transform = derive(args, kwargs)[1][index]
+    base, found = derive(args, kwargs)
+    label, transform = found[index]
     vargs, vkwargs = apply_variant(transform, args, kwargs)
     out, err = call(fn, vargs, vkwargs)
     _sync()
