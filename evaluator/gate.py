@@ -46,15 +46,15 @@ class Gate:
             try:
                 got = cand.ask(one).variants  # the candidate first, as in every check
             except Rejected as rej:  # it crashed or hung there: is that shape in the function's domain?
-                want = ref.ask({**one, "domain": True}).variants
-                if want and want[0].error is None:
+                want = ref.ask(one).variants
+                if want and want[0].error is None and not want[0].layout_dependent:
                     raise Rejected("incorrect", f"correct at {v.base}; at {v.label} the reference returns, "
                                    f"{rej.reason}", rej.tail)
                 raise Rejected(rej.status, f"correct at {v.base}; at {v.label} (outside the function's domain): "
                                f"{rej.reason}", rej.tail)
-            want = ref.ask({**one, "domain": True}).variants
-            if not want or want[0].error is not None:
-                continue  # outside the function's domain: the reference rejects it
+            want = ref.ask(one).variants
+            if not want or want[0].error is not None or want[0].layout_dependent:
+                continue  # outside the function's domain: the reference rejects it, or assumes a layout
             w, g = want[0], got[0] if got else None
             if g is None or g.error is not None:
                 raise Rejected("incorrect", f"correct at {w.base}; at {w.label} the reference returns, the "

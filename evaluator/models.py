@@ -35,6 +35,8 @@ class EvalSettings(_Model):
     time_budget_s: float = Field(1.0, description="timing time per candidate, both sides together")
     min_rounds: int = Field(12, description="fewest interleaved baseline/candidate timing rounds")
     batch_s: float = Field(0.02, description="target duration of one timed batch")
+    confirm_below: float = Field(1.25, description="a winner below this speedup is timed again in a second pair "
+                                 "of fresh workers, and the lower of the two verdicts stands")
     rtol: float | None = Field(None, description="relative tolerance override (default per dtype)")
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
     limits: Limits = Limits()

@@ -59,6 +59,7 @@ class VariantRun(_Msg):
     error: ErrorInfo | None = None
     output: Encoded | None = None
     oracle: Encoded | None = None  # the reference's, in float32 (half-precision outputs only)
+    layout_dependent: bool = False  # a layout variant whose result differs from the contiguous input's
 
 
 class Reply(_Msg):

@@ -66,10 +66,11 @@ class Timing:
         self._last_cand_cpu: float | None = None
 
     def batch(self, ch: Channel, seeds: list[int], keep: list[int], sample: int = 0,
-              ahead_s: float | None = None) -> tuple[Reply, float]:
-        """One timed batch: the reply, and the harness's own wall time for it."""
+              ahead_s: float | None = None, core: int = 0) -> tuple[Reply, float]:
+        """One timed batch, started on the worker's `core`-th core (both sides of a round get the same
+        one, and rounds go round the cores): the reply, and the harness's own wall time for it."""
         t0 = time.perf_counter()
-        req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample}
+        req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample, "core": core}
         if ahead_s is not None:
             req["ahead_s"] = ahead_s
         reply = ch.ask(req)
@@ -144,7 +145,7 @@ class Timing:
         replies: dict[str, Reply] = {}
         for ch in order:
             own_before = ch.own_cpu_seconds() if ch is cand else 0.0
-            reply, wall = self.batch(ch, seeds, keep, sample, ahead)
+            reply, wall = self.batch(ch, seeds, keep, sample, ahead, core=len(rounds.base) // 2)
             if ch is cand:
                 self._candidate_rules(cand, reply, wall, own_before)
             replies[ch.who] = reply
@@ -280,3 +281,19 @@ def _first_seen_verdict(seen: float, seen_ci: tuple[float, float], first: FirstS
         speedup, ci = seen, seen_ci
     fields.update(speedup=speedup, speedup_ci95=ci)
     return speedup, ci, note
+
+
+def lower_of_pairs(first: Verdict, second: Verdict, settings: EvalSettings) -> Verdict:
+    """The verdict of a win timed in two pairs of workers: the pair with the lower speedup decides
+    (its figures are reported), and a win must hold in both."""
+    a, b = first.fields["speedup"], second.fields["speedup"]
+    low = second if b < a else first
+    ci = low.fields["speedup_ci95"]
+    fields = {**first.fields, **low.fields}  # a first-seen figure (pair one only) stays
+    pairs = f"the lower of two pairs of fresh workers: {a:.2f}x and {b:.2f}x"
+    if second.status == "ok":
+        return Verdict("ok", f"{low.fields['speedup']:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}; {pairs})", fields)
+    ci = second.fields["speedup_ci95"]
+    return Verdict("not_faster", f"{b:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}) in a second pair of fresh workers "
+                   f"after {a:.3f}x in the first: does not clear the {settings.threshold:.0%} threshold with its "
+                   "interval above 1 in both", fields)

@@ -236,3 +236,34 @@ def test_the_time_limit_stops_the_candidate_in_flight(tmp_path: Path) -> None:
     assert any(n.startswith(f"the time limit ({limit:g} s) was reached: c2 stopped") for n in doc["notes"])
     assert doc["cost"]["wall_s"] <= limit * 1.1
     assert not doc["cancelled"] and "c3" not in res.stderr
+
+
+def test_a_win_is_timed_again_in_a_second_pair_of_fresh_workers() -> None:
+    """Two processes running the same code can differ by several percent for their whole lives, so a win
+    below `confirm_below` must hold in a second pair of fresh workers; the lower verdict stands."""
+    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.target import load_target
+    from redline.evaluator.timing import Verdict, lower_of_pairs
+
+    adv = Path(__file__).parent / "adversarial"
+    ev = Evaluator(load_target(f"{adv / 'target.py'}::affine"), EvalSettings(confirm_below=1e9))
+    started = []
+    start = ev.backend.start
+    ev.backend.start = lambda *a, **k: started.append(1) or start(*a, **k)  # type: ignore[method-assign]
+    try:
+        r = ev.evaluate("v", (adv / "candidates" / "honest_vectorised.py").read_text(), "test")
+    finally:
+        ev.close()
+    assert r.status == "ok" and "the lower of two pairs of fresh workers" in r.reason, r.reason
+    assert len(started) == 4 and r.speedup is not None and r.speedup > 5
+
+    settings = EvalSettings()
+    won = Verdict("ok", "", {"speedup": 1.08, "speedup_ci95": (1.03, 1.12), "first_seen_speedup": 1.1})
+    lost = Verdict("not_faster", "", {"speedup": 0.99, "speedup_ci95": (0.97, 1.01)})
+    held = Verdict("ok", "", {"speedup": 1.07, "speedup_ci95": (1.02, 1.1)})
+    verdict = lower_of_pairs(won, lost, settings)
+    assert verdict.status == "not_faster" and "0.990x" in verdict.reason and "1.080x" in verdict.reason
+    assert verdict.fields["speedup"] == 0.99 and verdict.fields["first_seen_speedup"] == 1.1
+    verdict = lower_of_pairs(won, held, settings)
+    assert verdict.status == "ok" and verdict.fields["speedup_ci95"] == (1.02, 1.1) and "1.08x and 1.07x" in verdict.reason

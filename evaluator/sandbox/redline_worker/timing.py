@@ -4,6 +4,7 @@ NVML energy over a window of back-to-back calls."""
 
 from __future__ import annotations
 
+import os
 import traceback
 from typing import Any
 
@@ -42,6 +43,22 @@ def op_energy(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
 
 
 
+def move_to_core(slot: int | None) -> None:
+    """Start a timed batch on the core the harness chose for its round, the same for both sides: on a
+    virtual machine one core can run a process markedly slower than another for minutes, and a process
+    stays on the core it last ran on, so two workers that settled on different cores would measure the
+    cores. The calling thread is moved there and then allowed every core again, so threads the code
+    starts are not confined to one."""
+    if slot is None or not hasattr(os, "sched_setaffinity"):
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        os.sched_setaffinity(0, {allowed[slot % len(allowed)]})
+        os.sched_setaffinity(0, allowed)
+    except OSError:
+        pass  # a core taken away meanwhile: the batch runs where it is
+
+
 def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     seeds = req["seeds"]
     keep = set(req.get("keep", []))
@@ -73,6 +90,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         cuda.ahead_s = float(req.get("ahead_s", cuda.ahead_s))
         cuda.measure_overhead()
     energy0 = cuda.energy_j() if cuda else None
+    move_to_core(req.get("core"))
     start = _perf()
     for i, (args, kwargs, fn) in enumerate(prepared):
         events = cuda.begin(ready[i]) if cuda is not None else None  # a cold L2 for every timed call
