@@ -1,4 +1,5 @@
-"""Built-in proposers that work offline: numba for numeric Python loops, torch.compile for torch code."""
+"""Built-in proposers that work offline: numba for numeric Python loops, library idioms and
+torch.compile for torch code, a launch-configuration search for Triton wrappers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import textwrap
 
 from ..target import Target
 from . import Context, Proposal, Proposer
+from .idioms import rewrites
 
 
 def _available(module: str) -> bool:
@@ -177,6 +179,32 @@ class TritonConfigProposer(Proposer):
         return out
 
 
+class IdiomProposer(Proposer):
+    """Hand-written torch formulations replaced by the fused library call (idioms.py): the rewrite as
+    it is, and compiled with torch.compile (which fuses what surrounds the library call)."""
+
+    name = "idioms"
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        t = ctx.target
+        if ctx.round != 1 or "torch" not in t.source or t.qualname.count(".") > 1:
+            return []
+        eager, compiled = [], []
+        for rw in rewrites(t.function_source):  # each rewrite as it is first: cheap to build and to time
+            source = rw.source
+            if re.search(r"^import torch\.nn\.functional as F$", t.source, re.M):
+                source = source.replace("torch.nn.functional.", "F.")
+            approach = "library idioms: " + ", ".join(dict.fromkeys(rw.idioms))
+            eager.append(Proposal(code=f"import torch\n\n\n{source}", origin="builtin:idioms", approach=approach,
+                                  trusted=True))
+            code = torch_compile_code(t, "default", None, source)
+            if code is not None:
+                compiled.append(Proposal(code=code, origin="builtin:idioms",
+                                         approach=f"torch.compile(default), {approach}", trusted=True))
+        return eager + compiled
+
+
 def builtin_proposers() -> list[Proposer]:
-    # The Triton search first: it is cheap to build and aimed at the kernel the user wrote.
-    return [NumbaProposer(), TritonConfigProposer(), TorchCompileProposer()]
+    # The Triton search first: it is cheap to build and aimed at the kernel the user wrote; the idioms
+    # next: offered only where the code has one, and then usually the largest step.
+    return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TorchCompileProposer()]
