@@ -27,8 +27,10 @@ from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
+from .sanitizer import prefix as sanitizer_prefix
+from .sanitizer import read_log, sanitizer_path, tools_for
 from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
-from .timing import FirstSeen, Timing, lower_of_pairs
+from .timing import FirstSeen, Timing, bound_of, lower_of_pairs
 from .verdict import Channel, Rejected, died_hint, error_line
 
 HOST = socket.gethostname()
@@ -60,12 +62,14 @@ class Evaluator:
         self.baseline_times: list[float] = []  # every baseline call timed by this evaluator
         self.inputs: list[str] = []
         self.hardware = ""
+        self.bound = ""  # on CUDA: launch-bound, memory-bound or compute-bound (see bound_of)
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
         self._active: list[Worker] = []
         self._cancelled = threading.Event()
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
         self._leading = 0.0  # the best speedup verified so far (see evaluate: who gets Nsight Compute)
+        self._sanitized = 0.0  # the best speedup that passed compute-sanitizer so far
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -96,8 +100,20 @@ class Evaluator:
             self.inputs, self.hardware = load.inputs, load.hardware
             if self.plan.captured:
                 self._reproduce(ch)
+            if load.gpu is not None:
+                self.bound = self._bound(ch, load.gpu)
         finally:
             probe.close()
+
+    def _bound(self, ch: Channel, gpu: dict[str, Any]) -> str:
+        """What limits the reference on the device (see bound_of), from a few timed calls; '' if they fail."""
+        try:
+            for _ in range(2):  # the first batch warms up
+                reply = ch.ask({"op": "time", "seeds": self.plan.timing_keys(3), "keep": []})
+        except Rejected:
+            return ""
+        state = reply.gpu or {}
+        return bound_of(state.get("gpu_time_s"), state.get("issue_s"), reply.bytes_moved, gpu.get("copy_bandwidth_Bps"))
 
     def _reproduce(self, ch: Channel) -> None:
         """Keep the captured calls whose recorded outcome the reference reproduces in the sandbox; the
@@ -203,8 +219,17 @@ class Evaluator:
             for w in self._active:
                 w.close()
             self._active = []
+        # compute-sanitizer on each verified candidate that could be offered: at least as fast as every
+        # one that passed it before (a head-to-head's speedup is against another baseline).
+        if result.status == "ok" and self.settings.device == "cuda" and self.settings.sanitize and \
+                reference is None and (result.speedup or 0.0) >= self._sanitized:
+            result.sanitizer, unsafe = self.sanitize(code, trusted)
+            if unsafe is not None:
+                return result.model_copy(update={"status": unsafe.status, "reason": unsafe.reason})
+            self._sanitized = result.speedup or 0.0
+            result.eval_s = time.perf_counter() - started
         # Nsight Compute on the leading candidates only: each verified one at least as fast as every one
-        # before it against the target (a head-to-head's speedup is against another baseline).
+        # before it against the target.
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
                 reference is None and (result.speedup or 0.0) >= self._leading:
             self._leading = result.speedup or 0.0
@@ -274,6 +299,38 @@ class Evaluator:
             if rej.status == "crashed":  # the gate says precisely where the candidate goes wrong
                 self.gate.check(cand, ref)
             raise
+
+    def sanitize(self, code: str, trusted: bool) -> tuple[str, Rejected | None]:
+        """compute-sanitizer's tools (sanitizer.py) on `code` in sandboxed workers, one fresh input each:
+        what ran (or why nothing did), and the rejection a reported error means."""
+        tool_path = sanitizer_path()
+        if tool_path is None:
+            return "not run: compute-sanitizer is not installed here", None
+        passed = []
+        for tool in tools_for(code):
+            worker = self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
+                                        prefix=sanitizer_prefix(tool_path, tool))
+            self._active = [worker]
+            ch = Channel(worker, f"the candidate under compute-sanitizer {tool}", self.settings.limits.wall_s * 4)
+            try:
+                if ch.load().ok:
+                    ch.ask({"op": "profile", "seeds": fresh_seeds(1)})
+                    worker.finish(timeout=self.settings.limits.wall_s * 4)
+                finding = read_log(worker.scratch, tool)
+            except (Rejected, WorkerDied, WorkerTimeout) as exc:
+                finding = read_log(worker.scratch, tool)  # a tool may stop the process at the first error
+                if finding is None or not finding.errors:
+                    return f"not run: {tool} stopped ({exc})", None
+            finally:
+                self._active = []
+                worker.close()
+            if finding is None:
+                return f"not run: {tool} reported no summary", None
+            if finding.errors:
+                return f"{tool}: {finding.errors} error(s)", Rejected(
+                    "incorrect", f"compute-sanitizer {tool} reports {finding.errors} error(s): {finding.first}")
+            passed.append(tool)
+        return f"{', '.join(passed)}: no errors", None
 
     def profile_kernels(self, code: str | None, trusted: bool) -> KernelProfile | None:
         """Nsight Compute on `code`'s kernels in a sandboxed worker; None where ncu is missing or fails."""

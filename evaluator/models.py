@@ -41,6 +41,7 @@ class EvalSettings(_Model):
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
     limits: Limits = Limits()
     kernel_profile: bool = Field(True, description="profile verified CUDA candidates with Nsight Compute when ncu exists")
+    sanitize: bool = Field(True, description="run verified CUDA candidates under compute-sanitizer where it exists")
     isolation: Literal["auto", "bwrap", "process"] = Field(
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")
 
@@ -102,6 +103,7 @@ class CandidateResult(_Model):
     host: str = ""  # where it was measured
     hardware: str = ""  # what it was measured on (GPU or CPU model): speedups compare only within one
     kernel_profile: KernelProfile | None = None  # Nsight Compute, for verified CUDA candidates where ncu exists
+    sanitizer: str | None = None  # compute-sanitizer's verdict on a verified CUDA candidate (or why it did not run)
 
 
 class Winner(_Model):
@@ -159,4 +161,5 @@ class Report(_Model):
     backend: str = "local"
     hardware: str = ""  # the hardware the winner and baseline were measured on
     inputs: InputsInfo | None = None  # where the inputs came from
+    bound: str = ""  # on CUDA, what limits the target: launch-bound, memory-bound or compute-bound
     cancelled: bool = False  # stopped by the user (Ctrl-C, the editor's cancel); what was verified before stands

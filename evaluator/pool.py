@@ -47,6 +47,7 @@ class EvaluationPool(ABC):
     concurrency: int
     inputs: list[str]  # what the target's inputs are (types, shapes), from the trusted probe
     hardware: str  # what the evaluations run on, for prompts
+    bound: str = ""  # on CUDA, what limits the target (launch-, memory- or compute-bound), for the proposers
     baseline_times: list[float]  # every baseline call timed, on the run's reference hardware
     notes: list[str]  # what the report should say about how the pool ran (retries, lost workers)
     inputs_info: InputsInfo  # where the inputs came from, for the report
@@ -86,6 +87,7 @@ class LocalPool(EvaluationPool):
         self.isolation = self.evaluator.isolation
         self.inputs = self.evaluator.inputs
         self.hardware = self.evaluator.hardware
+        self.bound = self.evaluator.bound
         self.notes = []
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()

@@ -62,7 +62,8 @@ def _where() -> str:
 def probe_task(target: Target, settings: EvalSettings) -> dict[str, Any]:
     ev = Evaluator(_on_worker(target), settings)
     ev.close()
-    return {"inputs": ev.inputs, "hardware": ev.hardware, "isolation": ev.isolation, "where": _where()}
+    return {"inputs": ev.inputs, "hardware": ev.hardware, "bound": ev.bound, "isolation": ev.isolation,
+            "where": _where()}
 
 
 def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str, Any]:
@@ -146,7 +147,7 @@ class RayPool(EvaluationPool):
         except BaseException:
             ray.shutdown()
             raise
-        self.inputs, self.hardware = info["inputs"], info["hardware"]
+        self.inputs, self.hardware, self.bound = info["inputs"], info["hardware"], info["bound"]
         self.isolation = f"{info['isolation']}, on Ray workers"
         self.reference_hardware = info["hardware"]
 

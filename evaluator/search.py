@@ -196,9 +196,9 @@ class Search:
     def _propose(self, pool: EvaluationPool, round_: int) -> list[Proposal]:
         ctx = Context(target=self.target, round=round_, history=list(self.archive.results), best=self.archive.best,
                       hotspot_note=self.hotspot_note, inputs=pool.inputs, hardware=pool.hardware,
-                      device=self.settings.device, inputs_from=pool.inputs_info.source)
+                      device=self.settings.device, inputs_from=pool.inputs_info.source, bound=pool.bound)
         out: list[Proposal] = []
-        for p in self.proposers:
+        for p in sorted(self.proposers, key=lambda p: p.rank(ctx)):
             try:
                 out += p.propose(ctx)
             except Exception as exc:  # one proposer failing must not end the run
@@ -321,6 +321,7 @@ class Search:
             candidates=sorted(results, key=id_order), winner=winner, regression=regression, run_id=run_id,
             notes=self.notes + (["cancelled"] if cancelled else []) + pool.notes + self.archive.hardware_notes(),
             backend=pool.name, hardware=self.archive.hardware or "", inputs=pool.inputs_info, cancelled=cancelled,
+            bound=pool.bound,
             cost=Cost(wall_s=time.monotonic() - self.started, candidates=n, tokens=self.tokens,
                       accepted_rate=(sum(r.status == "ok" for r in results) / n) if n else 0.0,
                       device_s=sum(r.eval_s or 0.0 for r in results),

@@ -297,3 +297,17 @@ def lower_of_pairs(first: Verdict, second: Verdict, settings: EvalSettings) -> V
     return Verdict("not_faster", f"{b:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}) in a second pair of fresh workers "
                    f"after {a:.3f}x in the first: does not clear the {settings.threshold:.0%} threshold with its "
                    "interval above 1 in both", fields)
+
+
+def bound_of(gpu_time_s: Any, issue_s: Any, bytes_moved: int, copy_bandwidth: Any) -> str:
+    """What limits a CUDA call, from its timed split: launch-bound where the host takes at least half
+    as long to issue the call as the GPU takes to run it (or the GPU part is under 30 µs: launch
+    latency dominates), memory-bound where the bytes its inputs and output alone must move reach 30%
+    of the measured copy bandwidth, compute-bound otherwise; '' without the figures."""
+    if not isinstance(gpu_time_s, float) or not isinstance(issue_s, float) or gpu_time_s <= 0:
+        return ""
+    if issue_s >= 0.5 * gpu_time_s or gpu_time_s < 30e-6:
+        return "launch-bound"
+    if isinstance(copy_bandwidth, float) and copy_bandwidth > 0 and bytes_moved / gpu_time_s >= 0.3 * copy_bandwidth:
+        return "memory-bound"
+    return "compute-bound"

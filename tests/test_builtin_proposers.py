@@ -82,3 +82,37 @@ def test_tanh_through_sigmoid_computes_the_same_function() -> None:
     b = torch.zeros(())
     torch.testing.assert_close(ns_fast["f"](x, b), ns_ref["f"](x, b), rtol=0, atol=2e-6, equal_nan=True)
     assert sigmoid_tanh_source("def f(x):\n    return torch.sigmoid(x)\n") is None
+
+
+def test_cuda_graph_of_a_plain_torch_function_first_where_launches_dominate(tmp_path) -> None:
+    from redline.evaluator.proposers.builtin import CudaGraphProposer, IdiomProposer, builtin_proposers
+
+    (tmp_path / "m.py").write_text("import torch\n\n\ndef mlp(x, w):\n    return torch.relu(x @ w) * 2\n\n\n"
+                                   "class Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+                                   "def make_inputs(seed):\n    return ()\n")
+    fn = load_target(f"{tmp_path / 'm.py'}::mlp")
+    (graph,) = CudaGraphProposer().propose(Context(target=fn, round=1, device="cuda"))
+    assert graph.origin == "builtin:cuda-graph" and "torch.cuda.graph(graph)" in graph.code
+    assert "return _redline_clone(out)" in graph.code and check_candidate(graph.code, fn) is None
+    compile(graph.code, "<graph>", "exec")
+    assert CudaGraphProposer().propose(Context(target=fn, round=1)) == []  # CUDA only
+    method = load_target(f"{tmp_path / 'm.py'}::Model.forward")
+    assert CudaGraphProposer().propose(Context(target=method, round=1, device="cuda")) == []  # a new module each call
+    # The profile orders the proposers: the graph first on a launch-bound target, last otherwise.
+    launch = Context(target=fn, round=1, device="cuda", bound="launch-bound")
+    memory = Context(target=fn, round=1, device="cuda", bound="memory-bound")
+    order = [p.name for p in sorted(builtin_proposers(), key=lambda p: p.rank(launch))]
+    assert order[0] == "cuda-graph"
+    assert [p.name for p in sorted(builtin_proposers(), key=lambda p: p.rank(memory))][-1] == "cuda-graph"
+    assert IdiomProposer().rank(launch) == 0
+
+
+def test_what_bounds_a_cuda_call_from_its_timed_split() -> None:
+    from redline.evaluator.timing import bound_of
+
+    h200 = 3.9e12  # the copy bandwidth measured on the H200, bytes/s
+    assert bound_of(8e-6, 30e-6, 4096, h200) == "launch-bound"  # the host issues slower than the GPU runs
+    assert bound_of(25e-6, 5e-6, 10 << 20, h200) == "launch-bound"  # under 30 µs on the GPU
+    assert bound_of(200e-6, 20e-6, 512 << 20, h200) == "memory-bound"  # 2.7 TB/s of inputs and output
+    assert bound_of(2e-3, 20e-6, 64 << 20, h200) == "compute-bound"  # 34 GB/s: the time goes elsewhere
+    assert bound_of(None, 1e-5, 0, h200) == ""  # no figures, no class

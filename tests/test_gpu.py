@@ -120,3 +120,58 @@ def test_the_winner_is_timed_against_torch_compile(gpu_report: dict) -> None:
     assert w["vs_compile_speedup"] is not None and w["vs_compile_ci95"][0] <= w["vs_compile_speedup"]
     assert w["stronger_baseline"] == "torch.compile"  # on the H200, compile beats eager gelu by ~9x
     assert w["speedup_vs_stronger"] == min(w["speedup"], w["vs_compile_speedup"])
+
+
+CHECKED = {
+    # compute-sanitizer finds what no output shows (#20): a store past the output, a shared-memory race.
+    "oob_write.py": ({"incorrect"}, "compute-sanitizer memcheck"),
+    "shared_race.py": ({"incorrect"}, "compute-sanitizer racecheck"),
+    # Correct only where rows are 4096 long: the edge shapes name where it goes wrong.
+    "unmasked.py": ({"incorrect"}, "correct at (2048, 4096)"),
+    # Honest styles that compile or autotune on their first calls must pass (#21).
+    "torch_compile_file.py": ({"ok"}, "faster"),
+    "triton_autotune.py": ({"ok"}, "faster"),
+}
+
+
+def test_sanitizer_edge_shapes_and_honest_compiling_candidates(tmp_path: Path) -> None:
+    shutil.copy(GPU_TESTS / "ops.py", tmp_path / "ops.py")
+    report = tmp_path / "checked.json"
+    res = redline("optimise", f"{tmp_path / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
+                  str(GPU_TESTS / "checked"), "--no-builtin", "--budget", "10", "--timeout", "300",
+                  "--json", str(report), cwd=tmp_path, timeout=1800)
+    shutil.copy(report, OUT / "gpu_checked_report.json") if report.exists() else None
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    for name, (statuses, words) in CHECKED.items():
+        assert got[name]["status"] in statuses and words in got[name]["reason"], (name, got[name]["reason"])
+    winner = next(c for c in doc["candidates"] if c["id"] == doc["winner"]["id"])
+    assert winner["sanitizer"] is not None and winner["sanitizer"].endswith("no errors"), winner["sanitizer"]
+
+
+def test_a_launch_bound_function_is_replayed_as_a_cuda_graph_first(tmp_path: Path) -> None:
+    shutil.copy(GPU_TESTS / "launch_bound.py", tmp_path / "launch_bound.py")
+    report = tmp_path / "graph.json"
+    res = redline("optimise", f"{tmp_path / 'launch_bound.py'}::small_mlp", "--device", "cuda", "--budget", "1",
+                  "--json", str(report), cwd=tmp_path, timeout=900)
+    shutil.copy(report, OUT / "gpu_graph_report.json") if report.exists() else None
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    assert doc["bound"] == "launch-bound"
+    (cand,) = doc["candidates"]
+    assert cand["origin"] == "builtin:cuda-graph" and cand["status"] == "ok" and cand["speedup"] > 2, cand["reason"]
+
+
+def test_a_hand_written_attention_becomes_sdpa_on_the_gpu(tmp_path: Path) -> None:
+    shutil.copy(GPU_TESTS / "attention.py", tmp_path / "attention.py")
+    report = tmp_path / "attn.json"
+    res = redline("optimise", f"{tmp_path / 'attention.py'}::attention", "--device", "cuda", "--budget", "3",
+                  "--json", str(report), cwd=tmp_path, timeout=900)
+    shutil.copy(report, OUT / "gpu_attention_report.json") if report.exists() else None
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    first = doc["candidates"][0]
+    assert first["origin"] == "builtin:idioms" and "is_causal=True" in first["code"]
+    assert first["status"] == "ok" and first["speedup"] > 3, first["reason"]
+    assert doc["winner"] is not None and "scaled_dot_product_attention" in doc["winner"]["diff"]

@@ -34,6 +34,7 @@ class Context:
     inputs: list[str] = field(default_factory=list)  # each argument's type, dtype, shape (from the sandbox)
     hardware: str = ""  # what candidates are measured on
     device: str = "cpu"
+    bound: str = ""  # on CUDA: what limits the target (launch-bound, memory-bound, compute-bound)
     inputs_from: str = "make_inputs"  # or "captured", "kernelbench"
 
 
@@ -42,6 +43,11 @@ class Proposer:
 
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError
+
+    def rank(self, ctx: Context) -> int:
+        """Where this proposer's candidates go in a round, lowest first (ties keep the given order):
+        what the target's profile makes likely to win is tried first on a small budget."""
+        return 0
 
 
 def hotspot_note(spot: Hotspot) -> str:
