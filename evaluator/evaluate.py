@@ -308,8 +308,11 @@ class Evaluator:
             return "not run: compute-sanitizer is not installed here", None
         passed = []
         for tool in tools_for(code):
-            worker = self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
-                                        prefix=sanitizer_prefix(tool_path, tool))
+            spec = self._spec(code, trusted)
+            # Each tensor its own allocation: a write past a tensor inside one of the caching allocator's
+            # blocks is invisible to the tool.
+            spec["env"] = {**spec["env"], "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+            worker = self.backend.start(spec, self.python, self.settings.limits, prefix=sanitizer_prefix(tool_path, tool))
             self._active = [worker]
             ch = Channel(worker, f"the candidate under compute-sanitizer {tool}", self.settings.limits.wall_s * 4)
             try:

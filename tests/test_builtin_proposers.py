@@ -96,8 +96,11 @@ def test_cuda_graph_of_a_plain_torch_function_first_where_launches_dominate(tmp_
     assert "return _redline_clone(out)" in graph.code and check_candidate(graph.code, fn) is None
     compile(graph.code, "<graph>", "exec")
     assert CudaGraphProposer().propose(Context(target=fn, round=1)) == []  # CUDA only
+    # A module's forward: its parameters and buffers are copied into the graph's static state each call.
     method = load_target(f"{tmp_path / 'm.py'}::Model.forward")
-    assert CudaGraphProposer().propose(Context(target=method, round=1, device="cuda")) == []  # a new module each call
+    (graphed,) = CudaGraphProposer().propose(Context(target=method, round=1, device="cuda"))
+    assert "torch.func.functional_call(self, static_state, static)" in graphed.code
+    assert check_candidate(graphed.code, method) is None
     # The profile orders the proposers: the graph first on a launch-bound target, last otherwise.
     launch = Context(target=fn, round=1, device="cuda", bound="launch-bound")
     memory = Context(target=fn, round=1, device="cuda", bound="memory-bound")

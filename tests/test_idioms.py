@@ -78,6 +78,10 @@ POSITIVE = {
             y = x * torch.sigmoid(x)
             return y * torch.tanh(F.softplus(y))
         ''', ["silu", "mish"], "mish(y)", lambda: (randn(64),)),
+    "SwiGLU's gate: SiLU within a longer product": ('''
+        def gate(a, b):
+            return a * torch.sigmoid(a) * b
+        ''', ["silu"], "silu(a) * b", lambda: (randn(64), randn(64))),
     "SiLU as x / (1 + exp(-x))": ('''
         def act(x):
             return x / (1 + torch.exp(-x))

@@ -204,12 +204,15 @@ class IdiomProposer(Proposer):
         return eager + compiled
 
 
-_GRAPHED = """import torch
+_GRAPH_HELPERS = """import threading
+
+import torch
 
 
 {eager}
 
 _redline_graphs = {{}}
+_redline_inside = threading.local()
 
 
 def _redline_key(value):
@@ -230,47 +233,84 @@ def _redline_fill(static, value):
 
 def _redline_clone(value):
     if isinstance(value, torch.Tensor):
-        return value.clone()
+        return value.detach().clone()
     if isinstance(value, (list, tuple)):
         return type(value)(_redline_clone(v) for v in value)
+    if isinstance(value, dict):
+        return {{k: _redline_clone(v) for k, v in value.items()}}
     return value
 
 
+def _redline_capture(run):
+    # Warm-up outside the capture (lazy initialisation, autotuning), then one capture.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = run()
+    return graph, out
+"""
+
+# One CUDA graph per input signature, captured on static copies of the inputs: each call copies its
+# inputs in, replays the graph, and returns a copy of the output (the graph's own buffers are
+# overwritten by the next replay).
+_GRAPH_FUNCTION = """
+
 def {name}(*args):
-    # One CUDA graph per input signature, captured on static copies of the inputs: each call copies
-    # its inputs in, replays the graph, and returns a copy of the output (the graph's own buffers
-    # are overwritten by the next replay).
     key = _redline_key(args)
-    entry = _redline_graphs.get(key)
-    if entry is None:
+    if key not in _redline_graphs:
         static = _redline_clone(args)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):  # warm-up outside the capture (lazy initialisation, autotuning)
-                {eager_name}(*static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = {eager_name}(*static)
-        entry = _redline_graphs[key] = (graph, static, out)
-    graph, static, out = entry
+        _redline_graphs[key] = (*_redline_capture(lambda: {eager_name}(*static)), static)
+    graph, out, static = _redline_graphs[key]
     _redline_fill(static, args)
+    graph.replay()
+    return _redline_clone(out)
+"""
+
+# A method: the module's parameters and buffers are inputs too (copied into static copies on every
+# call), so one graph serves every module of the same shapes; inside the capture the original method
+# runs on the static copies (torch.func.functional_call).
+_GRAPH_METHOD = """
+
+def {name}(self, *args):
+    if getattr(_redline_inside, "on", False):
+        return {eager_name}(self, *args)
+    state = {{**dict(self.named_parameters()), **dict(self.named_buffers())}}
+    key = (type(self), _redline_key(args), _redline_key(tuple(state.values())))
+    if key not in _redline_graphs:
+        static, static_state = _redline_clone(args), _redline_clone(state)
+
+        def run():
+            _redline_inside.on = True
+            try:
+                return torch.func.functional_call(self, static_state, static)
+            finally:
+                _redline_inside.on = False
+
+        _redline_graphs[key] = (*_redline_capture(run), static, static_state)
+    graph, out, static, static_state = _redline_graphs[key]
+    _redline_fill(static, args)
+    for k, v in state.items():
+        static_state[k].copy_(v)
     graph.replay()
     return _redline_clone(out)
 """
 
 
 class CudaGraphProposer(Proposer):
-    """A torch function on CUDA replayed as a CUDA graph: the whole call's kernels launched at once, for
-    targets whose host takes about as long to issue the kernels as the GPU takes to run them. Plain
-    functions of tensors only (a method's module is a new object on every call)."""
+    """A torch function (or a module's forward) on CUDA replayed as a CUDA graph: the whole call's
+    kernels launched at once, for targets whose host takes about as long to issue the kernels as the
+    GPU takes to run them."""
 
     name = "cuda-graph"
 
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or "." in t.qualname:
+        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or t.qualname.count(".") > 1:
             return []
         src = textwrap.dedent(t.function_source)
         header = src.split(":\n", 1)[0]
@@ -278,7 +318,8 @@ class CudaGraphProposer(Proposer):
             return []
         eager = f"_redline_eager_{t.name}"
         renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
-        code = _GRAPHED.format(eager=renamed.rstrip("\n"), name=t.name, eager_name=eager)
+        body = _GRAPH_METHOD if "." in t.qualname else _GRAPH_FUNCTION
+        code = _GRAPH_HELPERS.format(eager=renamed.rstrip("\n")) + body.format(name=t.name, eager_name=eager)
         return [Proposal(code=code, origin="builtin:cuda-graph", approach="CUDA graph of the whole call", trusted=True)]
 
     def rank(self, ctx: Context) -> int:

@@ -490,18 +490,12 @@ class _Function:
         while stack:
             node = stack.pop(0)
             for idiom in IDIOMS:
-                b = match(idiom.pattern, node, {})
-                if b is None or id(node) not in canon.orig:
-                    continue
-                parts = {k: _emit(v, canon) for k, v in b.items()}
-                if any(p is None for p in parts.values()):
-                    continue
-                if any(text not in ast.unparse(parts[var]) for var, text in idiom.needs):  # type: ignore[arg-type]
-                    continue
-                template = idiom.also if self.alternative and idiom.also else idiom.template
-                if "S" in b and _default_scale(b, canon):
-                    template = template.replace(", scale=S", "")
-                return node, idiom, _fill(template, parts)  # type: ignore[arg-type]
+                if id(node) not in canon.orig:
+                    break
+                for part, rest in _parts(idiom.pattern, node):
+                    found = self._instance(idiom, part, rest, canon)
+                    if found is not None:
+                        return node, idiom, found
             if node[0] in ("mul", "add"):
                 stack += list(node[1])
             elif node[0] == "call":
@@ -509,6 +503,26 @@ class _Function:
             elif node[0] in ("neg", "recip"):
                 stack.append(node[1])
         return None
+
+    def _instance(self, idiom: Idiom, node: Node, rest: list[Node], canon: Canon) -> ast.expr | None:
+        """The replacement for `node` (times the `rest` of its product, or plus the rest of its sum)
+        if `idiom` matches it; None otherwise."""
+        b = match(idiom.pattern, node, {})
+        if b is None:
+            return None
+        parts = {k: _emit(v, canon) for k, v in b.items()}
+        others = [_emit(r, canon) for r in rest]
+        if any(p is None for p in [*parts.values(), *others]):
+            return None
+        if any(text not in ast.unparse(parts[var]) for var, text in idiom.needs):  # type: ignore[arg-type]
+            return None
+        template = idiom.also if self.alternative and idiom.also else idiom.template
+        if "S" in b and _default_scale(b, canon):
+            template = template.replace(", scale=S", "")
+        out = _fill(template, parts)  # type: ignore[arg-type]
+        for other in others:
+            out = ast.BinOp(out, ast.Mult() if node[0] == "mul" else ast.Add(), other)  # type: ignore[arg-type]
+        return out
 
     def _fold_back(self, expanded: ast.expr) -> ast.expr | None:
         """Inlined values written as their names again (where the name still holds them), and the
@@ -571,6 +585,17 @@ def _dead(body: list[ast.stmt]) -> set[int]:
             live.discard(name)
         live |= _loaded(stmt)
     return dead
+
+
+def _parts(pattern: Node, node: Node) -> list[tuple[Node, list[Node]]]:
+    """`node` whole, and where pattern and node are both products (or sums) and the node has more
+    terms, each choice of as many terms as the pattern has with the terms left over."""
+    out: list[tuple[Node, list[Node]]] = [(node, [])]
+    if pattern[0] == node[0] and node[0] in ("mul", "add") and len(pattern[1]) < len(node[1]):
+        terms = list(node[1])
+        for chosen in itertools.combinations(range(len(terms)), len(pattern[1])):
+            out.append(((node[0], tuple(terms[i] for i in chosen)), [t for i, t in enumerate(terms) if i not in chosen]))
+    return out
 
 
 def _default_scale(b: dict[str, Node], canon: Canon) -> bool:
