@@ -14,10 +14,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
-class ToleranceOverride(BaseModel):
+class TargetConfig(BaseModel):
+    """Settings of one target."""
+
     model_config = ConfigDict(extra="forbid")
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
+    specialise: bool = Field(False, description="a candidate correct only at the inputs it was checked on may "
+                             "be offered guarded: dispatched to at those inputs, the original code elsewhere")
 
 
 class ProjectConfig(BaseModel):
@@ -26,7 +30,7 @@ class ProjectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rtol: float | None = Field(None, ge=0, description="relative tolerance for every target")
     atol: float | None = Field(None, ge=0, description="absolute tolerance for every target")
-    targets: dict[str, ToleranceOverride] = Field(default_factory=dict,
+    targets: dict[str, TargetConfig] = Field(default_factory=dict,
                                                   description='per target, keyed "path/file.py::qualname"')
     test_command: list[str] | None = Field(None, description="regression tests for a winner, e.g. ['pytest', '-q']")
 
@@ -35,6 +39,10 @@ class ProjectConfig(BaseModel):
         rtol = own.rtol if own and own.rtol is not None else self.rtol
         atol = own.atol if own and own.atol is not None else self.atol
         return rtol, atol
+
+    def specialise(self, key: str) -> bool:
+        own = self.targets.get(key)
+        return own is not None and own.specialise
 
 
 class ConfigError(Exception):

@@ -264,7 +264,7 @@ class Evaluator:
                 verdict = lower_of_pairs(verdict, timings[1].measure(cand, ref, gpu_info, None), self.settings)
         except Rejected as rej:
             return CandidateResult(status=rej.status, reason=rej.reason, error_tail=rej.tail[-3000:],
-                                   cpu_s=sum(c.cpu_seconds() for c in cands), **base)
+                                   correct_only_at=rej.correct_at, cpu_s=sum(c.cpu_seconds() for c in cands), **base)
         finally:
             for timing in timings:
                 self.baseline_times.extend(timing.baseline_times)

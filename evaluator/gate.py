@@ -30,7 +30,12 @@ class Gate:
         what = "a captured call" if self.plan.captured else "a fresh input"
         for r, g in zip(want.results, got.results, strict=True):
             self._one(r.runs[0], g.runs[0], g.runs[1], r.seed, r.oracle, what)
-        return self._variants(cand, ref, [r.seed for r in want.results if r.runs[0].error is None])
+        try:
+            return self._variants(cand, ref, [r.seed for r in want.results if r.runs[0].error is None])
+        except Rejected as rej:
+            if rej.status == "incorrect":  # right on every input as given, wrong at another shape or layout
+                rej.correct_at = sorted({r.key for r in want.results if r.key})
+            raise
 
     def _variants(self, cand: Channel, ref: Channel, seeds: list[int]) -> list[str]:
         """The candidate on edge variants of the first inputs (other shapes and layouts, derived in the

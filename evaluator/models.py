@@ -90,6 +90,9 @@ class CandidateResult(_Model):
     speedup_ci95: tuple[float, float] | None = None
     first_seen_speedup: float | None = None  # captured inputs: on calls the candidate had not run before
     shapes_checked: list[str] = []  # edge variants of the inputs (other shapes, layouts) it matched the reference on
+    # incorrect at an edge variant only: the inputs (sandbox/redline_worker/keys.py) it matched the reference
+    # on, at which a guarded specialisation may dispatch to it where redline.toml allows specialising
+    correct_only_at: list[str] = []
     baseline_median_s: float | None = None
     code: str = ""
     error_tail: str = ""

@@ -34,6 +34,7 @@ class Run(_Msg):
 class SeedResult(_Msg):
     seed: int
     runs: list[Run] = Field(min_length=1)
+    key: str = ""  # what identifies the input (sandbox/redline_worker/keys.py), for guarded specialisations
     oracle: Encoded | None = None  # the reference computed in float32 (half-precision outputs only)
 
 

@@ -26,6 +26,7 @@ from .progress import (
 from .proposers import Context, Proposal, Proposer
 from .proposers.builtin import torch_compile_code
 from .report import RunLog, id_order, interval, unified_diff
+from .specialise import guarded
 from .target import Target, TargetError, apply_candidate
 
 
@@ -140,9 +141,24 @@ class Search:
             prop = self.in_flight.pop(result.id)
             self.archive.add(result)
             self.log.add(result, prop)
+            self._guard(result, prop)
             best = self.archive.best
             self.say(CandidateDone(result.id, result.status, result.reason, result.speedup, len(self.archive.results),
                                    best.speedup if best else None, result.round))
+
+    def _guard(self, result: CandidateResult, prop: Proposal) -> None:
+        """A candidate wrong only at edge variants of its inputs: where the project allows specialising this
+        target, its guarded form (specialise.py) goes next, judged like any other candidate."""
+        if not result.correct_only_at or not self.config.specialise(_target_key(self.target)):
+            return
+        try:
+            code = guarded(self.target, result.code, result.correct_only_at)
+        except (ValueError, SyntaxError) as exc:
+            self.notes.append(f"{result.id} could not be guarded: {exc}")
+            return
+        approach = f"{result.id} at the {len(result.correct_only_at)} input(s) it was verified on, the original elsewhere"
+        self.queue.appendleft((result.round, Proposal(code=code, origin=f"{prop.origin}+guarded", approach=approach,
+                                                      parent=result.id, trusted=prop.trusted)))
 
     def _cut_off(self, pool: EvaluationPool) -> None:
         """The time limit is reached: the candidates still being evaluated are stopped and not counted."""

@@ -234,7 +234,8 @@ def apply_candidate(target: Target, code: str) -> str:
                 imports.append(seg if seg.endswith("\n") else seg + "\n")
         else:
             body.append(seg)
-    replacement = "\n\n".join(b.rstrip("\n") for b in body) + "\n"
+    # Definitions are set apart as PEP 8 asks: two blank lines at module level, one inside a class.
+    replacement = ("\n\n" if indent else "\n\n\n").join(b.rstrip("\n") for b in body) + "\n"
     if indent:
         replacement = textwrap.indent(replacement, indent)
     new = [*lines[:start], replacement, *lines[end:]]

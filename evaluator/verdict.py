@@ -20,6 +20,7 @@ class Rejected(Exception):
         self.status = status
         self.reason = reason
         self.tail = tail
+        self.correct_at: list[str] = []  # wrong only at edge variants: the inputs it was right on (Gate.check)
 
 
 def error_line(err: ErrorInfo | None) -> str:

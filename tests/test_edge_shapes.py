@@ -4,10 +4,12 @@ checked at; a function whose domain is one shape keeps working."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import TESTS, redline
 
@@ -34,13 +36,13 @@ def moving_average(xs, k):
 """
 
 
-def run(tmp_path: Path, target: str, cands: dict[str, str]) -> dict[str, dict]:
+def run(tmp_path: Path, target: str, cands: dict[str, str], *extra: str) -> dict[str, dict]:
     d = tmp_path / "cands"
     d.mkdir()
     for name, code in cands.items():
         (d / name).write_text(code)
     res = redline("optimise", target, "--candidates", str(d), "--no-builtin", "--json", str(tmp_path / "r.json"),
-                  cwd=tmp_path)
+                  *extra, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads((tmp_path / "r.json").read_text())
     out = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
@@ -57,6 +59,40 @@ def test_length_specialised_numpy_is_incorrect_and_the_honest_rewrite_wins(tmp_p
     honest = got["honest.py"]
     assert honest["status"] == "ok" and got["__winner__"]["id"] == honest["id"]
     assert {"(399,)", "(1,)", "(0,)", "(400,) as non-contiguous views"} <= set(honest["shapes_checked"])
+    assert not any(name.endswith("+guarded") for name in got)  # the project did not allow specialising
+
+
+def test_where_the_project_allows_specialising_the_candidate_is_offered_guarded(tmp_path: Path) -> None:
+    """redline.toml's `specialise` for the target: the length-400 candidate stays incorrect, and its guarded
+    form (the original code with a dispatch to it at the verified input) is verified, wins, is applied,
+    and runs the specialised code at length 400 and the original everywhere else."""
+    shutil.copy(TESTS / "shapes" / "moving_average.py", tmp_path / "ma.py")
+    (tmp_path / "redline.toml").write_text('[targets."ma.py::moving_average"]\nspecialise = true\n')
+    original = load(tmp_path / "ma.py", "original_ma")
+    got = run(tmp_path, f"{tmp_path / 'ma.py'}::moving_average", {"for_400.py": FOR_400}, "--apply")
+    wrong, guard = got["for_400.py"], got["for_400.py+guarded"]
+    assert wrong["status"] == "incorrect" and wrong["correct_only_at"] == ["ndarray(400,) float64 cpu strides=(8,); 8"]
+    assert guard["status"] == "ok" and guard["parent"] == wrong["id"], guard["reason"]
+    assert "(399,)" in guard["shapes_checked"] and "(400,) as non-contiguous views" in guard["shapes_checked"]
+    assert got["__winner__"]["id"] == guard["id"] and "+    if _redline_input_key([xs, k], {}) in _MOVING_AVERAGE" \
+        in got["__winner__"]["diff"]
+    applied = load(tmp_path / "ma.py", "applied_ma")
+    rng = np.random.default_rng(7)
+    for xs, k in ((rng.standard_normal(400), 8), (rng.standard_normal(399), 8), (rng.standard_normal(1000), 8),
+                  (rng.standard_normal(800)[::2], 8), (rng.standard_normal(400), 3)):
+        np.testing.assert_allclose(applied.moving_average(xs, k), original.moving_average(xs, k))
+    applied._moving_average_specialised = lambda xs, k: "specialised"
+    assert applied.moving_average(rng.standard_normal(400), 8) == "specialised"
+    assert isinstance(applied.moving_average(rng.standard_normal(400), 3), np.ndarray)  # ints are in the key
+    assert isinstance(applied.moving_average(rng.standard_normal(401), 8), np.ndarray)
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_function_defined_at_one_shape_only_keeps_working(tmp_path: Path) -> None:
@@ -101,3 +137,34 @@ def test_a_triton_kernel_written_for_one_row_length_is_incorrect_in_the_interpre
         wrong["reason"]
     assert got["masked.py"]["status"] in ("ok", "not_faster"), got["masked.py"]["reason"]
     assert "(96, 999), (999,)" in got["masked.py"]["shapes_checked"]
+
+
+def test_a_guard_forwards_every_kind_of_argument_and_keys_tensors_by_strides(tmp_path: Path) -> None:
+    """The guard around a signature with positional-only, default, *args, keyword-only and **kwargs
+    parameters: it keys the call as the worker keys a checked input (keys.call_key) and forwards every
+    argument unchanged; a non-contiguous tensor of the verified shape is another input."""
+    torch = pytest.importorskip("torch")
+    from redline.evaluator.sandbox.redline_worker.keys import call_key
+    from redline.evaluator.specialise import guarded
+    from redline.evaluator.target import apply_candidate, load_target
+
+    (tmp_path / "f.py").write_text(
+        "import torch\n\n\ndef f(a, /, b, c=2, *rest, scale, **extra):\n    \"\"\"Doc.\"\"\"\n"
+        "    return a * b + c + sum(rest) + scale + len(extra)\n\n\n"
+        "def make_inputs(seed):\n    return torch.ones(4, 3), 2.0\n")
+    target = load_target(f"{tmp_path / 'f.py'}::f")
+    cand = "def f(a, /, b, c=2, *rest, scale, **extra):\n    return ('special', a, b, c, rest, scale, extra)\n"
+    x = torch.ones(4, 3)
+    verified = call_key(target_fn(tmp_path / "f.py"), (x, 2.0, 5, 7), {"scale": 1, "z": 3})
+    assert verified == "Tensor(4, 3) torch.float32 cpu strides=(3, 1); float; 5; 7; scale=1; z=3"
+    (tmp_path / "f.py").write_text(apply_candidate(target, guarded(target, cand, [verified])))
+    f = load(tmp_path / "f.py", "guarded_f").f
+    assert f.__doc__ == "Doc."
+    assert f(x, 2.0, 5, 7, scale=1, z=3) == ("special", x, 2.0, 5, (7,), 1, {"z": 3})
+    assert not isinstance(f(x, 2.0, 5, 8, scale=1, z=3), tuple)  # another int
+    strided = torch.ones(4, 6)[:, ::2]
+    assert not isinstance(f(strided, 2.0, 5, 7, scale=1, z=3), tuple)  # same shape, other strides
+
+
+def target_fn(path: Path):
+    return load(path, "plain_f").f

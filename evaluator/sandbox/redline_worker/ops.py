@@ -9,6 +9,7 @@ from typing import Any
 
 from .codec import encode
 from .cuda import sync as _sync
+from .keys import call_key
 from .memory import aliases, buffers
 from .state import _isinstance, _type, candidate_threads, late_threads, state, violations
 from .subject import Subject, _Unpickler
@@ -81,8 +82,11 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     results = []
     for seed in req["seeds"]:
         runs = []
+        key = ""
         for rep in range(req.get("repeat", 1)):
             args, kwargs, fn = subject.inputs(seed)
+            if rep == 0 and subject.original is not None:
+                key = call_key(subject.original, args, kwargs)
             if state.cuda is not None:
                 state.cuda.sync()
                 if rep % 2:  # the second call behind a device-side wait: side streams that join it start late
@@ -101,7 +105,7 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 else None
             entry["threads_left"] = left
             runs.append(entry)
-        result: dict[str, Any] = {"seed": seed, "runs": runs}
+        result: dict[str, Any] = {"seed": seed, "runs": runs, "key": key}
         if req.get("oracle") and runs[0]["error"] is None and _has_half(out):
             result["oracle"] = _oracle(subject, seed)
         results.append(result)

@@ -1,0 +1,82 @@
+"""Guarded specialisation: a candidate that matches the reference on the inputs it was checked at but not
+at their edge variants may, where the project allows it (`specialise = true` for the target in
+redline.toml), be offered behind a guard: the target keeps its own code and dispatches to the candidate
+only for inputs identical in type, shape, dtype, device and strides (ints by value) to those verified.
+
+The guarded code is a new candidate and goes through the whole gate and timing again: at the verified
+inputs it runs the specialised code, at every edge variant the original's.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from .sandbox.redline_worker import keys
+from .target import Target
+
+KEY_FN = "_redline_input_key"
+
+
+def guarded(target: Target, code: str, verified: list[str]) -> str:
+    """The candidate `code` renamed to `_<name>_specialised`, and the target as written with a guard at the
+    top of its body that calls it for the `verified` input keys. Raises ValueError where the target
+    cannot be guarded (a method, no verified inputs, a candidate without the function)."""
+    name = target.qualname
+    if "." in name:
+        raise ValueError("only module-level functions can be guarded")
+    if not verified:
+        raise ValueError("no verified inputs to guard")
+    special = f"_{name}_specialised"
+    renamed = _rename_def(code, name, special)
+    original = textwrap.dedent(target.function_source)
+    fn = _function(original, name)
+    values, named, call = _forwarding(fn.args)
+    table = f"_{name.upper()}_VERIFIED"
+    indent = " " * fn.body[0].col_offset
+    guard = textwrap.indent(
+        "# Specialised code for the inputs redline verified it on (redline.toml: specialise), the original\n"
+        "# code for every other input.\n"
+        f"if {KEY_FN}([{values}], {{{named}}}) in {table}:\n"
+        f"    return {special}({call})\n", indent)
+    lines = original.splitlines(keepends=True)
+    first = fn.body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+        isinstance(first.value.value, str) and len(fn.body) > 1
+    at = (first.end_lineno if docstring else first.lineno - 1) or 0
+    wrapped = "".join([*lines[:at], guard, *lines[at:]])
+    entries = "".join(f"    {key!r},\n" for key in sorted(set(verified)))
+    key_fn = inspect.getsource(keys.input_key).replace("def input_key(", f"def {KEY_FN}(", 1)
+    key_fn = key_fn.replace("  # type: ignore[no-untyped-def]", "")
+    return f"{renamed.rstrip()}\n\n\n{table} = frozenset({{\n{entries}}})\n\n\n{key_fn.rstrip()}\n\n\n{wrapped}"
+
+
+def _function(source: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node
+    raise ValueError(f"no function {name}() at the top level")
+
+
+def _rename_def(code: str, name: str, new: str) -> str:
+    """`code` with the header of its top-level `def name` renamed to `new` (the body and any recursive
+    calls are untouched: they reach the guarded function, which is still correct)."""
+    fn = _function(code, name)
+    lines = code.splitlines(keepends=True)
+    i = fn.lineno - 1
+    head = "async def " if isinstance(fn, ast.AsyncFunctionDef) else "def "
+    at = lines[i].index(head + name, fn.col_offset)
+    lines[i] = lines[i][:at] + head + new + lines[i][at + len(head + name):]
+    return "".join(lines)
+
+
+def _forwarding(args: ast.arguments) -> tuple[str, str, str]:
+    """For a signature: the guard's positional values, its named values (both as keys.call_key binds
+    them) and the call that forwards every argument to the specialised function."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    values = [*positional, *([f"*{args.vararg.arg}"] if args.vararg else [])]
+    named = [f"{a.arg!r}: {a.arg}" for a in args.kwonlyargs] + ([f"**{args.kwarg.arg}"] if args.kwarg else [])
+    call = [*values,
+            *(f"{a.arg}={a.arg}" for a in args.kwonlyargs), *([f"**{args.kwarg.arg}"] if args.kwarg else [])]
+    return ", ".join(values), ", ".join(named), ", ".join(call)
