@@ -26,6 +26,7 @@ from .gate import Gate
 from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile
+from .protocol import Profile, Reproduce, Time
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .sanitizer import prefix as sanitizer_prefix
 from .sanitizer import read_log, sanitizer_path, tools_for
@@ -109,7 +110,7 @@ class Evaluator:
         """What limits the reference on the device (see bound_of), from a few timed calls; '' if they fail."""
         try:
             for _ in range(2):  # the first batch warms up
-                reply = ch.ask({"op": "time", "seeds": self.plan.timing_keys(3), "keep": []})
+                reply = ch.ask(Time(seeds=self.plan.timing_keys(3)))
         except Rejected:
             return ""
         state = reply.gpu or {}
@@ -119,7 +120,7 @@ class Evaluator:
         """Keep the captured calls whose recorded outcome the reference reproduces in the sandbox; the
         others (hidden state, randomness, time, a changed file) are excluded and counted."""
         try:
-            reply = ch.ask({"op": "reproduce", "seeds": self.plan.keys})
+            reply = ch.ask(Reproduce(seeds=self.plan.keys))
         except Rejected as rej:
             raise TargetError(f"the target cannot be run on its captured calls: {rej.reason}")
         kept: list[int] = []
@@ -317,7 +318,7 @@ class Evaluator:
             ch = Channel(worker, f"the candidate under compute-sanitizer {tool}", self.settings.limits.wall_s * 4)
             try:
                 if ch.load().ok:
-                    ch.ask({"op": "profile", "seeds": fresh_seeds(1)})
+                    ch.ask(Profile(seeds=fresh_seeds(1)))
                     worker.finish(timeout=self.settings.limits.wall_s * 4)
                 finding = read_log(worker.scratch, tool)
             except (Rejected, WorkerDied, WorkerTimeout) as exc:
@@ -347,7 +348,7 @@ class Evaluator:
         try:
             if not ch.load().ok:
                 return None
-            ch.ask({"op": "profile", "seeds": fresh_seeds(2)})
+            ch.ask(Profile(seeds=fresh_seeds(2)))
             if worker.finish(timeout=self.settings.limits.wall_s * 4) is None:
                 return None
             profile = read_report(worker.scratch)

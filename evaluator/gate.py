@@ -6,7 +6,7 @@ from __future__ import annotations
 from .compare import Mismatch, compare
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
-from .protocol import Encoded, Reproduced, Run
+from .protocol import Check, Encoded, Oracle, Reproduced, Run, Variants
 from .verdict import Channel, Rejected, error_line
 
 
@@ -22,8 +22,8 @@ class Gate:
         seeds = self.plan.check_keys(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
-        got = cand.ask({"op": "check", "seeds": seeds, "repeat": 2, "sample_seed": sample})
-        want = ref.ask({"op": "check", "seeds": seeds, "repeat": 1, "sample_seed": sample, "oracle": True})
+        got = cand.ask(Check(seeds=seeds, repeat=2, sample_seed=sample))
+        want = ref.ask(Check(seeds=seeds, repeat=1, sample_seed=sample, oracle=True))
         if len(want.results) != len(seeds) or len(got.results) != len(seeds) or \
                 any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
             raise Rejected("crashed", "the candidate's check reply does not match the request")
@@ -43,11 +43,11 @@ class Gate:
         one the reference itself accepts. Returns the shapes checked."""
         if not seeds:
             return []
-        listing = ref.ask({"op": "variants", "seeds": seeds, "inputs": 2}).variants
+        listing = ref.ask(Variants(seeds=seeds, inputs=2)).variants
         sample = fresh_seeds(1)[0]
         covered: list[str] = []
         for v in listing:
-            one = {"op": "variants", "seeds": [v.seed], "inputs": 1, "only": [v.index], "sample_seed": sample}
+            one = Variants(seeds=[v.seed], inputs=1, only=[v.index], sample_seed=sample)
             try:
                 got = cand.ask(one).variants  # the candidate first, as in every check
             except Rejected as rej:  # it crashed or hung there: is that shape in the function's domain?
@@ -113,7 +113,7 @@ class Gate:
     def oracles(self, ref: Channel, seeds: list[int], sample: int) -> list[Encoded | None]:
         """The reference's outputs for `seeds` computed in float32 (None for one without half-precision
         output or that does not run in float32), sampled like the timed outputs."""
-        reply = ref.ask({"op": "oracle", "seeds": seeds, "sample_seed": sample})
+        reply = ref.ask(Oracle(seeds=seeds, sample_seed=sample))
         return reply.oracles if len(reply.oracles) == len(seeds) else [None] * len(seeds)
 
     def not_reproduced(self, entry: Reproduced) -> str:

@@ -1,10 +1,11 @@
-"""The harness <-> worker protocol: one JSON reply per request, validated here before use."""
+"""The harness <-> worker protocol: typed requests, and one JSON reply per request, read as the model of
+its operation and validated before use."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 # An encoded value (sandbox/redline_worker/codec.py): {"t": type name, ...}; compare.py reads its fields.
 Encoded = dict[str, Any]
@@ -63,36 +64,132 @@ class VariantRun(_Msg):
     layout_dependent: bool = False  # a layout variant whose result differs from the contiguous input's
 
 
-class Reply(_Msg):
-    """A worker's reply to `load`, `check` or `time`."""
+class _Reply(_Msg):
+    """What every reply carries: whether the operation ran, and what the audit hook and the harness's
+    own checks saw while it did."""
 
-    op: str
     ok: bool = False
     error: ErrorInfo | None = None
     violations: list[str] = []
     tamper: list[str] = []
     worker_s: float = 0.0  # the worker's own clock from request to reply
-    # load, when the spec asks to describe (the trusted probe)
+
+
+class LoadReply(_Reply):
+    """The first reply: whether the subject loaded; for the trusted probe, its inputs and hardware."""
+
+    op: Literal["load"]
     inputs: list[str] = []
     hardware: str = ""
-    # check
+    gpu: dict[str, Any] | None = None  # CUDA: the device's state and measured copy bandwidth
+
+
+class CheckReply(_Reply):
+    op: Literal["check"]
     results: list[SeedResult] = []
-    # time
+
+
+class VariantsReply(_Reply):
+    op: Literal["variants"]
+    variants: list[VariantRun] = []
+
+
+class TimeReply(_Reply):
+    op: Literal["time"]
     times: list[float] = []
     batch_s: float = 0.0
     outputs: dict[str, Encoded] = {}
     batch_error: str | None = None
     reused_buffer: bool = False
     threads_left: int = 0
-    # variants
-    variants: list[VariantRun] = []
-    # reproduce (captured calls)
-    reproduced: list[Reproduced] = []
-    # oracle
-    oracles: list[Encoded | None] = []
-    # CUDA only
-    gpu: dict[str, Any] | None = None
+    gpu: dict[str, Any] | None = None  # CUDA: clocks, temperature, and where a call's time went
     energy_j: float | None = None
     bytes_moved: int = 0
-    # energy (CUDA with NVML): calls made in the measured window
-    calls: int = 0
+
+
+class ReproduceReply(_Reply):
+    op: Literal["reproduce"]
+    reproduced: list[Reproduced] = []
+
+
+class OracleReply(_Reply):
+    op: Literal["oracle"]
+    oracles: list[Encoded | None] = []
+
+
+class ProfileReply(_Reply):
+    op: Literal["profile"]
+
+
+class EnergyReply(_Reply):
+    op: Literal["energy"]
+    energy_j: float | None = None
+    calls: int = 0  # calls made in the measured window
+
+
+Reply = Annotated[LoadReply | CheckReply | VariantsReply | TimeReply | ReproduceReply | OracleReply | ProfileReply
+                  | EnergyReply, Field(discriminator="op")]
+REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
+R = TypeVar("R", bound=_Reply)
+
+
+class Request(_Msg, Generic[R]):
+    """A request to a worker; `reply` is the model its answer is read as."""
+
+    reply: ClassVar[type[_Reply]]
+    op: str
+    seeds: list[int]
+    sample_seed: int = 0  # where large outputs are sampled (codec.py): the same for both sides
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class Check(Request[CheckReply]):
+    """Calls on each input: the outcome, inputs after, threads and streams left; `repeat` calls each."""
+
+    reply = CheckReply
+    op: Literal["check"] = "check"
+    repeat: int = 1
+    oracle: bool = False  # also the reference in float32, for half-precision outputs
+    inputs_after: bool = True
+
+
+class Variants(Request[VariantsReply]):
+    """Edge variants of the first `inputs` inputs: listed, or those in `only` called one at a time."""
+
+    reply = VariantsReply
+    op: Literal["variants"] = "variants"
+    inputs: int = 2
+    only: list[int] | None = None
+
+
+class Time(Request[TimeReply]):
+    """One timed batch: a call on each input, outputs kept for `keep`, started on the `core`-th core."""
+
+    reply = TimeReply
+    op: Literal["time"] = "time"
+    keep: list[int] = []
+    core: int | None = None
+    ahead_s: float | None = None  # CUDA: how far ahead of the timed call the inputs are made ready
+
+
+class Reproduce(Request[ReproduceReply]):
+    reply = ReproduceReply
+    op: Literal["reproduce"] = "reproduce"
+
+
+class Oracle(Request[OracleReply]):
+    reply = OracleReply
+    op: Literal["oracle"] = "oracle"
+
+
+class Profile(Request[ProfileReply]):
+    reply = ProfileReply
+    op: Literal["profile"] = "profile"
+
+
+class Energy(Request[EnergyReply]):
+    reply = EnergyReply
+    op: Literal["energy"] = "energy"
+    min_s: float = 0.3

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,25 @@ def _reachable(address: str) -> None:
         raise ClusterError(f"the Ray cluster at {address} cannot be reached ({exc.strerror or exc})")
 
 
+def _loopback(address: str | None) -> bool:
+    """No address (a Ray of our own), or a cluster's at this machine's loopback address."""
+    if not address:
+        return True
+    host = address.removeprefix("ray://").rsplit("/", 1)[0].rpartition(":")[0]
+    return host in ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
 class RayPool(EvaluationPool):
     name = "ray"
 
     def __init__(self, target: Target, settings: EvalSettings, address: str | None = None, jobs: int | None = None,
                  pip: list[str] | None = None) -> None:
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if _loopback(address) and "ray" not in sys.modules:
+            # A cluster at the loopback address (or our own) is on this machine and reachable from it only:
+            # Ray would turn 127.0.0.1 into the host's address, where none of its nodes listens. This is
+            # Ray's switch (read when ray is imported) that keeps local addresses on the loopback.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
             import ray
         except ImportError:
@@ -116,13 +131,12 @@ class RayPool(EvaluationPool):
             raise TargetError("captured inputs are evaluated on this machine only: use --backend local, or define "
                               "make_inputs(seed) for a Ray run")
         self.inputs_info = InputPlan(target.inputs).info()
-        address = address or os.environ.get("RAY_ADDRESS") or None
         if address and address != "auto":
             _reachable(address)
         runtime_env: dict[str, Any] = {"working_dir": str(target.project_root), "excludes": EXCLUDES}
         if pip:
             runtime_env["pip"] = pip
-        local: dict[str, Any] = {} if address else {"include_dashboard": False}  # no address: a Ray of our own on this machine
+        local: dict[str, Any] = {} if address else {"include_dashboard": False}  # no address: a Ray of our own
         try:
             ray.init(address=address, runtime_env=runtime_env, namespace="redline", log_to_driver=False,
                      logging_level=logging.WARNING, **local)

@@ -19,7 +19,7 @@ from .compare import has_half
 from .gate import Gate
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
-from .protocol import Reply
+from .protocol import Energy, Time, TimeReply
 from .stats import median, median_ci, speedup_ci, total_ratio_ci
 from .verdict import Channel, Rejected
 
@@ -66,22 +66,17 @@ class Timing:
         self._last_cand_cpu: float | None = None
 
     def batch(self, ch: Channel, seeds: list[int], keep: list[int], sample: int = 0,
-              ahead_s: float | None = None, core: int = 0) -> tuple[Reply, float]:
+              ahead_s: float | None = None, core: int = 0) -> TimeReply:
         """One timed batch, started on the worker's `core`-th core (both sides of a round get the same
-        one, and rounds go round the cores): the reply, and the harness's own wall time for it."""
-        t0 = time.perf_counter()
-        req: dict[str, Any] = {"op": "time", "seeds": seeds, "keep": keep, "sample_seed": sample, "core": core}
-        if ahead_s is not None:
-            req["ahead_s"] = ahead_s
-        reply = ch.ask(req)
-        wall = time.perf_counter() - t0
+        one, and rounds go round the cores)."""
+        reply = ch.ask(Time(seeds=seeds, keep=keep, sample_seed=sample, core=core, ahead_s=ahead_s))
         if reply.batch_error:
             raise Rejected("crashed", f"{ch.who} raised during timed calls", reply.batch_error)
         if reply.threads_left > 0:
             raise Rejected("rejected_exploit", f"{ch.who} left background threads running after returning")
         if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):
             raise Rejected("rejected_exploit", f"{ch.who} reported {len(reply.times)} call times for {len(seeds)} calls")
-        return reply, wall
+        return reply
 
     def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
         """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
@@ -92,8 +87,8 @@ class Timing:
         for ch in (cand, ref):
             if warm:
                 self.batch(ch, warm, [])
-        got, _ = self.batch(cand, fresh, [])
-        want, _ = self.batch(ref, fresh, [])
+        got = self.batch(cand, fresh, [])
+        want = self.batch(ref, fresh, [])
         return FirstSeen(want.times, got.times, [self.plan.weight(k) for k in fresh])
 
     def measure(self, cand: Channel, ref: Channel, gpu_info: dict[str, Any] | None,
@@ -120,7 +115,7 @@ class Timing:
         for ch in (ref, cand):
             prev = None
             for _ in range(6):
-                reply, _ = self.batch(ch, self.plan.timing_keys(3), [], ahead_s=ahead)
+                reply = self.batch(ch, self.plan.timing_keys(3), [], ahead_s=ahead)
                 per_call_bytes = max(per_call_bytes, reply.bytes_moved)
                 m = median(reply.times)
                 if prev is not None and abs(m - prev) <= 0.1 * max(prev, 1e-9):
@@ -142,12 +137,13 @@ class Timing:
         sample = fresh_seeds(1)[0]
         keep = sorted(_rng.sample(range(n), min(n, 2)))
         order = [cand, ref] if len(rounds.base) % 2 == 0 else [ref, cand]
-        replies: dict[str, Reply] = {}
+        replies: dict[str, TimeReply] = {}
         for ch in order:
             own_before = ch.own_cpu_seconds() if ch is cand else 0.0
-            reply, wall = self.batch(ch, seeds, keep, sample, ahead, core=len(rounds.base) // 2)
+            main_before = ch.main_thread_cpu_seconds() if ch is cand else 0.0
+            reply = self.batch(ch, seeds, keep, sample, ahead, core=len(rounds.base) // 2)
             if ch is cand:
-                self._candidate_rules(cand, reply, wall, own_before)
+                self._candidate_rules(cand, reply, own_before, cand.main_thread_cpu_seconds() - main_before)
             replies[ch.who] = reply
         got, want = replies[cand.who], replies[ref.who]
         for who, r in (("candidate", got), ("reference", want)):
@@ -162,10 +158,16 @@ class Timing:
         rounds.base.append(want.times)
         rounds.cand.append(got.times)
 
-    def _candidate_rules(self, cand: Channel, reply: Reply, wall: float, own_before: float) -> None:
-        """Work between timed batches, and a timer that disagrees with the harness's, are exploits. The
+    def _candidate_rules(self, cand: Channel, reply: TimeReply, own_before: float, main_cpu: float) -> None:
+        """Work between timed batches, and a timer that disagrees with the kernel's, are exploits. The
         idle work counted is the worker process's own (the candidate's code and its threads), not that of
-        processes a library started for it (a compiler's workers), which the candidate cannot start."""
+        processes a library started for it (a compiler's workers), which the candidate cannot start.
+
+        The worker's clock is checked against `main_cpu`, the CPU time the kernel counted for the worker's
+        main thread during the request: a thread cannot run longer than the time that passed, so a
+        request timed shorter than that (by more than the count's 10 ms ticks) was timed by a clock that
+        runs slow. Load on the machine only lowers the CPU count against the wall, so it cannot trip the
+        rule, which a comparison with the harness's own wall time (its reader scheduled late) can."""
         own_after = cand.own_cpu_seconds()
         if self._last_cand_cpu is not None and not self.trusted:
             idle_cpu = own_before - self._last_cand_cpu
@@ -174,11 +176,11 @@ class Timing:
                 raise Rejected("rejected_exploit", f"kept working between timed calls ({idle_cpu:.3f}s "
                                "of CPU while idle): work done outside the timed region")
         self._last_cand_cpu = own_after
-        if reply.worker_s < 0.5 * wall - 0.01 or reply.batch_s > reply.worker_s + 0.01:
-            raise Rejected("rejected_exploit", f"its timer reports {reply.worker_s:.4f}s for a request the "
-                           f"harness measured at {wall:.4f}s (patched timer)")
+        if reply.worker_s < main_cpu - 0.02 or reply.batch_s > reply.worker_s + 0.01:
+            raise Rejected("rejected_exploit", f"its timer reports {reply.worker_s:.4f}s for a request in which "
+                           f"its main thread ran {main_cpu:.4f}s of CPU by the kernel's count (patched timer)")
 
-    def _timed_outputs(self, ref: Channel, got: Reply, want: Reply, seeds: list[int], sample: int) -> None:
+    def _timed_outputs(self, ref: Channel, got: TimeReply, want: TimeReply, seeds: list[int], sample: int) -> None:
         why = "wrong result on a timed call after passing the first checks (correct only on some calls, work " \
             "skipped, or on CUDA inputs read before the calling stream made them ready): "
         missed = []
@@ -249,7 +251,7 @@ class Timing:
         back-to-back calls (each side at least ENERGY_S), in their own window after the timing."""
         per_call = []
         for ch in (cand, ref):
-            reply = ch.ask({"op": "energy", "seeds": seeds, "min_s": ENERGY_S})
+            reply = ch.ask(Energy(seeds=seeds, min_s=ENERGY_S))
             if reply.energy_j is None or reply.calls <= 0:
                 return None
             per_call.append(reply.energy_j / reply.calls)

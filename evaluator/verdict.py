@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .models import Status
-from .protocol import ErrorInfo, Reply
+from .protocol import REPLY, ErrorInfo, LoadReply, R, Request
 from .sandbox import Worker, WorkerDied, WorkerTimeout
 
 
@@ -39,12 +39,16 @@ def died_hint(rc: int | None) -> str:
     return ""
 
 
-def validated(raw: dict[str, Any], who: str) -> Reply:
+def validated(raw: dict[str, Any], who: str, op: str) -> Any:
+    """`raw` read as the reply to an `op` request (its model chosen by the operation it names)."""
     try:
-        return Reply.model_validate(raw)
+        reply = REPLY.validate_python(raw)
     except ValidationError as exc:
         raise Rejected("crashed", f"{who} sent a malformed reply ({exc.errors()[0]['msg']} at "
                        f"{'.'.join(str(x) for x in exc.errors()[0]['loc'])})")
+    if reply.op != op:
+        raise Rejected("crashed", f"{who} answered a {op} request with a {reply.op} reply")
+    return reply
 
 
 class Channel:
@@ -55,10 +59,10 @@ class Channel:
     def __init__(self, worker: Worker, who: str, wall_s: float) -> None:
         self.worker, self.who, self.wall_s = worker, who, wall_s
 
-    def ask(self, req: dict[str, Any]) -> Reply:
+    def ask(self, req: Request[R]) -> R:
         who = self.who
         try:
-            reply = validated(self.worker.request(req, self.wall_s), who)
+            reply: R = validated(self.worker.request(req.wire(), self.wall_s), who, req.op)
         except WorkerTimeout:
             raise Rejected("timeout", f"{who} did not finish within {self.wall_s:g}s (killed)")
         except WorkerDied as exc:
@@ -72,13 +76,17 @@ class Channel:
             raise Rejected("crashed", f"{who} failed: {error_line(reply.error)}", reply.error.tb if reply.error else "")
         return reply
 
-    def load(self) -> Reply:
+    def load(self) -> LoadReply:
         """The worker's first reply: whether the code loaded (not judged here: a failed load is the
         caller's to name)."""
-        return validated(self.worker.read_reply(self.wall_s), self.who)
+        reply: LoadReply = validated(self.worker.read_reply(self.wall_s), self.who, "load")
+        return reply
 
     def cpu_seconds(self) -> float:
         return self.worker.cpu_seconds()
 
     def own_cpu_seconds(self) -> float:
         return self.worker.own_cpu_seconds()
+
+    def main_thread_cpu_seconds(self) -> float:
+        return self.worker.main_thread_cpu_seconds()

@@ -186,60 +186,16 @@ def _optimise_tools(server: MCPServer, root: Path) -> None:
             answers = ctx.input_responses or {}
             run.answers.put([_reply_text(answers.get(key)) for key in run.asked])
         else:
-            run = _start(file, function, ctx, budget, rounds, device, builtin, base_url, model, use_client_model,
-                         candidate_timeout)
+            options = RunOptions(builtin=builtin, llm=LLMOptions(base_url=base_url, model=model) if base_url else None,
+                                 device=device, candidate_timeout=candidate_timeout, budget=budget, rounds=rounds)
+            run = _start(f"{resolve(file)}::{function}", ctx, options, use_client_model)
             runs_in_flight[run.token] = run
-        back_channel = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         try:
-            while True:
-                kind, value = await anyio.to_thread.run_sync(run.events.get, abandon_on_cancel=True)
-                if kind == "progress":
-                    await ctx.report_progress(*value)
-                elif kind == "ask" and back_channel:
-                    replies = [await ctx.session.create_message(r.params.messages, max_tokens=r.params.max_tokens,
-                                                                system_prompt=r.params.system_prompt)
-                               for r in map(_sampling_request, value)]
-                    run.answers.put([_reply_text(r) for r in replies])
-                elif kind == "ask":
-                    run.asked = [f"candidate-{i}" for i in range(len(value))]
-                    return types.InputRequiredResult(
-                        input_requests={key: _sampling_request(prompt) for key, prompt in zip(run.asked, value, strict=True)},
-                        request_state=run.token)
-                else:
-                    runs_in_flight.pop(run.token, None)
-                    if kind == "error":
-                        raise ToolError(str(value)) if isinstance(value, TargetError) else value
-                    return cast(dict[str, Any], value.model_dump(mode="json"))
+            return await _relay(run, ctx, runs_in_flight)
         except anyio.get_cancelled_exc_class():
             run.cancel.set()  # the evaluator kills the running candidate at once
             runs_in_flight.pop(run.token, None)
             raise
-
-    def _start(file: str, function: str, ctx: Context, budget: int, rounds: int, device: Literal["cpu", "cuda"],
-               builtin: bool, base_url: str, model: str, use_client_model: bool, candidate_timeout: float) -> _Run:
-        try:
-            target = load_target(f"{resolve(file)}::{function}")
-        except TargetError as exc:
-            raise ToolError(str(exc))
-        run = _Run()
-        extra = []
-        if use_client_model:
-            caps = ctx.client_capabilities
-            if caps is None or caps.sampling is None:
-                raise ToolError("use_client_model needs a client that offers MCP sampling, and this one does not; "
-                                "use the built-in proposers or base_url instead")
-            extra.append(AskingProposer(run.ask))
-        if not builtin and not base_url and not extra:
-            raise ToolError("no proposer: set builtin, base_url or use_client_model")
-        options = RunOptions(builtin=builtin, llm=LLMOptions(base_url=base_url, model=model) if base_url else None,
-                             device=device, candidate_timeout=candidate_timeout, budget=budget, rounds=rounds)
-
-        def progress(event: Event) -> None:
-            if isinstance(event, CandidateDone):
-                run.events.put(("progress", (float(event.tried), float(budget), describe(event, reason_chars=120))))
-
-        run.start(lambda: execute(target, options, progress, run.cancel, extra=extra))
-        return run
 
     @server.tool()
     def apply_winner(run_id: str) -> dict[str, Any]:
@@ -252,6 +208,58 @@ def _optimise_tools(server: MCPServer, root: Path) -> None:
         assert report.winner is not None
         return {"applied": True, "file": path, "speedup": report.winner.speedup,
                 "speedup_ci95": list(report.winner.speedup_ci95)}
+
+
+def _start(spec: str, ctx: Context, options: RunOptions, use_client_model: bool) -> _Run:
+    """A run of the search on its own thread, its progress and questions for the client queued on `run`."""
+    try:
+        target = load_target(spec)
+    except TargetError as exc:
+        raise ToolError(str(exc))
+    run = _Run()
+    extra = []
+    if use_client_model:
+        caps = ctx.client_capabilities
+        if caps is None or caps.sampling is None:
+            raise ToolError("use_client_model needs a client that offers MCP sampling, and this one does not; "
+                            "use the built-in proposers or base_url instead")
+        extra.append(AskingProposer(run.ask))
+    if not options.builtin and options.llm is None and not extra:
+        raise ToolError("no proposer: set builtin, base_url or use_client_model")
+    budget = options.budget
+
+    def progress(event: Event) -> None:
+        if isinstance(event, CandidateDone):
+            run.events.put(("progress", (float(event.tried), float(budget), describe(event, reason_chars=120))))
+
+    run.start(lambda: execute(target, options, progress, run.cancel, extra=extra))
+    return run
+
+
+async def _relay(run: _Run, ctx: Context, runs_in_flight: dict[str, _Run]) -> dict[str, Any] | types.InputRequiredResult:
+    """The run's events to the client until it ends: progress notifications; questions for the client's
+    model (through the sampling back channel, or, on the newer protocol, as an input-required result
+    that the client answers in a later call); then the report, or the run's error."""
+    back_channel = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    while True:
+        kind, value = await anyio.to_thread.run_sync(run.events.get, abandon_on_cancel=True)
+        if kind == "progress":
+            await ctx.report_progress(*value)
+        elif kind == "ask" and back_channel:
+            replies = [await ctx.session.create_message(r.params.messages, max_tokens=r.params.max_tokens,
+                                                        system_prompt=r.params.system_prompt)
+                       for r in map(_sampling_request, value)]
+            run.answers.put([_reply_text(r) for r in replies])
+        elif kind == "ask":
+            run.asked = [f"candidate-{i}" for i in range(len(value))]
+            return types.InputRequiredResult(
+                input_requests={key: _sampling_request(prompt) for key, prompt in zip(run.asked, value, strict=True)},
+                request_state=run.token)
+        else:
+            runs_in_flight.pop(run.token, None)
+            if kind == "error":
+                raise ToolError(str(value)) if isinstance(value, TargetError) else value
+            return cast(dict[str, Any], value.model_dump(mode="json"))
 
 
 def _run_resources(server: MCPServer, root: Path) -> None:

@@ -108,112 +108,135 @@ def hotspots(profile: Profile, root: str | Path = ".", workspace: Workspace | No
 def _for_kind(profile: Profile, ws: Workspace, places: list[Place], frame_place: list[int],
               children: list[list[int]], roots: list[int], kind: WeightKind,
               table: dict[int, StackWeight]) -> list[Hotspot]:
-    """One depth-first walk of the call tree: a node's subtree weight counts once per function,
-    line and edge on the path (recursion counts once per sample)."""
-    frames, node_frame, node_parent = profile.frames, profile.node_frame, profile.node_parent
-    n = len(node_frame)
-    sub = [0.0] * n
-    for node, entry in table.items():
-        sub[node] = entry.weight
-    for node in range(n - 1, -1, -1):  # children are created after their parents
-        parent = node_parent[node]
-        if parent != ROOT:
-            sub[parent] += sub[node]
+    """The hot functions of one kind of weight: the call tree walked once (see _Walk), then each
+    function's totals turned into shares of the trace's weight."""
+    walk = _Walk(profile, places, frame_place, kind, table)
+    walk.run(children, roots)
     total = sum(e.weight for e in table.values())
-    acc: dict[int, _Acc] = {}
-    active: dict[int, int] = {}
-    active_line: dict[tuple[int, int], int] = {}
-    active_edge: dict[tuple[int, int], int] = {}
-    path: list[int] = []  # places on the current path
-    anchor: list[int] = []  # for GPU weight: the deepest workspace node on the path, or -1
-    stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
-    while stack:
-        node, entering = stack.pop()
-        f = node_frame[node]
-        p = frame_place[f]
-        line = frames[f].line
-        parent = node_parent[node]
-        q = frame_place[node_frame[parent]] if parent != ROOT else -1
-        if not entering:
-            active[p] -= 1
-            if line:
-                active_line[(p, line)] -= 1
-            if q >= 0 and q != p:
-                active_edge[(q, p)] -= 1
-            path.pop()
-            anchor.pop()
-            continue
-        w = sub[node]
-        if w <= 0 and node not in table:
-            continue
-        stack.append((node, False))
-        a = acc.get(p)
-        if a is None:
-            a = acc[p] = _Acc()
-        if not active.get(p):
-            a.total_w += w
-        active[p] = active.get(p, 0) + 1
-        if line:
-            lk = (p, line)
-            if not active_line.get(lk):
-                a.line_total[line] = a.line_total.get(line, 0.0) + w
-            active_line[lk] = active_line.get(lk, 0) + 1
-        if q >= 0 and q != p:
-            ek = (q, p)
-            if not active_edge.get(ek):
-                acc[q].callees[p] = acc[q].callees.get(p, 0.0) + w
-                a.callers[q] = a.callers.get(q, 0.0) + w
-            active_edge[ek] = active_edge.get(ek, 0) + 1
-        path.append(p)
-        anchor.append(node if places[p].in_workspace else (anchor[-1] if anchor else -1))
-        own = table.get(node)
-        if own is not None:
-            owner = node
-            if kind == "gpu" and anchor[-1] >= 0:
-                owner = anchor[-1]  # GPU time lands on the user code that launched it
-            op = frame_place[node_frame[owner]]
-            oa = acc.get(op) or acc.setdefault(op, _Acc())
-            oa.self_w += own.weight
-            oline = frames[node_frame[owner]].line
-            if oline:
-                oa.line_self[oline] = oa.line_self.get(oline, 0.0) + own.weight
-            if frames[f].kind == "kernel":
-                for up in set(path):
-                    use = acc[up].kernels.setdefault(frames[f].name, [0.0, 0])
-                    use[0] += own.weight
-                    use[1] += own.count
-        for c in reversed(children[node]):
-            stack.append((c, True))
+    frac = (lambda x: x / total) if total > 0 else (lambda x: 0.0)
     line_metrics = _line_metrics(profile, ws)
+    return [_hotspot(profile, places, pid, a, kind, frac, line_metrics.get(places[pid].file, {}))
+            for pid, a in walk.acc.items() if a.total_w > 0 or a.self_w > 0]
+
+
+class _Walk:
+    """One depth-first walk of the call tree: a node's subtree weight counts once per function, line and
+    edge on the path (recursion counts once per sample); a node's own weight goes to its function (on
+    the GPU, to the deepest workspace function that launched it), and a kernel's to every function on
+    its path."""
+
+    def __init__(self, profile: Profile, places: list[Place], frame_place: list[int], kind: WeightKind,
+                 table: dict[int, StackWeight]) -> None:
+        self.profile, self.places, self.frame_place, self.kind, self.table = profile, places, frame_place, kind, table
+        self.acc: dict[int, _Acc] = {}
+        self.active: dict[int, int] = {}
+        self.active_line: dict[tuple[int, int], int] = {}
+        self.active_edge: dict[tuple[int, int], int] = {}
+        self.path: list[int] = []  # places on the current path
+        self.anchor: list[int] = []  # for GPU weight: the deepest workspace node on the path, or -1
+        self.sub = self._subtree_weights()
+
+    def _subtree_weights(self) -> list[float]:
+        node_parent = self.profile.node_parent
+        sub = [0.0] * len(node_parent)
+        for node, entry in self.table.items():
+            sub[node] = entry.weight
+        for node in range(len(node_parent) - 1, -1, -1):  # children are created after their parents
+            if node_parent[node] != ROOT:
+                sub[node_parent[node]] += sub[node]
+        return sub
+
+    def _where(self, node: int) -> tuple[int, int, int]:
+        """The node's place, its line, and its caller's place (-1 at a root)."""
+        p = self.profile
+        parent = p.node_parent[node]
+        caller = self.frame_place[p.node_frame[parent]] if parent != ROOT else -1
+        return self.frame_place[p.node_frame[node]], p.frames[p.node_frame[node]].line or 0, caller
+
+    def run(self, children: list[list[int]], roots: list[int]) -> None:
+        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+        while stack:
+            node, entering = stack.pop()
+            if not entering:
+                self._leave(node)
+            elif self.sub[node] > 0 or node in self.table:
+                stack.append((node, False))
+                self._enter(node)
+                stack.extend((c, True) for c in reversed(children[node]))
+
+    def _leave(self, node: int) -> None:
+        p, line, q = self._where(node)
+        self.active[p] -= 1
+        if line:
+            self.active_line[(p, line)] -= 1
+        if q >= 0 and q != p:
+            self.active_edge[(q, p)] -= 1
+        self.path.pop()
+        self.anchor.pop()
+
+    def _enter(self, node: int) -> None:
+        p, line, q = self._where(node)
+        w = self.sub[node]
+        a = self.acc.get(p) or self.acc.setdefault(p, _Acc())
+        if not self.active.get(p):
+            a.total_w += w
+        self.active[p] = self.active.get(p, 0) + 1
+        if line:
+            if not self.active_line.get((p, line)):
+                a.line_total[line] = a.line_total.get(line, 0.0) + w
+            self.active_line[(p, line)] = self.active_line.get((p, line), 0) + 1
+        if q >= 0 and q != p:
+            if not self.active_edge.get((q, p)):
+                self.acc[q].callees[p] = self.acc[q].callees.get(p, 0.0) + w
+                a.callers[q] = a.callers.get(q, 0.0) + w
+            self.active_edge[(q, p)] = self.active_edge.get((q, p), 0) + 1
+        self.path.append(p)
+        self.anchor.append(node if self.places[p].in_workspace else (self.anchor[-1] if self.anchor else -1))
+        own = self.table.get(node)
+        if own is not None:
+            self._own(node, own)
+
+    def _own(self, node: int, own: StackWeight) -> None:
+        frames, node_frame = self.profile.frames, self.profile.node_frame
+        owner = self.anchor[-1] if self.kind == "gpu" and self.anchor[-1] >= 0 else node  # GPU time: its launcher
+        op = self.frame_place[node_frame[owner]]
+        oa = self.acc.get(op) or self.acc.setdefault(op, _Acc())
+        oa.self_w += own.weight
+        oline = frames[node_frame[owner]].line
+        if oline:
+            oa.line_self[oline] = oa.line_self.get(oline, 0.0) + own.weight
+        frame = frames[node_frame[node]]
+        if frame.kind == "kernel":
+            for up in set(self.path):
+                use = self.acc[up].kernels.setdefault(frame.name, [0.0, 0])
+                use[0] += own.weight
+                use[1] += own.count
+
+
+def _hotspot(profile: Profile, places: list[Place], pid: int, a: _Acc, kind: WeightKind,
+             frac: Callable[[float], float], lm: dict[int, dict[str, float]]) -> Hotspot:
+    place = places[pid]
     seconds = profile.unit == "seconds"
-    out = []
-    for pid, a in acc.items():
-        place = places[pid]
-        if a.total_w <= 0 and a.self_w <= 0:
-            continue
-        frac = (lambda x: x / total) if total > 0 else (lambda x: 0.0)
-        kernels = [KernelUse(name=name, time_s=t if seconds else 0.0, count=int(c),
-                             metrics={m: v for m, v in profile.kernel_metrics.get(name, {}).items()
-                                      if m in KERNEL_METRICS})
-                   for name, (t, c) in sorted(a.kernels.items(), key=lambda kv: -kv[1][0])]
-        lm = line_metrics.get(place.file, {})
-        lines = [LineWeight(line=ln, self_weight=a.line_self.get(ln, 0.0), total_weight=t, fraction=frac(t),
-                            metrics=lm.get(ln, {}))
-                 for ln, t in a.line_total.items()]
-        lines += [LineWeight(line=ln, self_weight=0.0, total_weight=0.0, fraction=0.0, metrics=lm[ln])
-                  for ln in lm if place.line <= ln <= place.end_line and ln not in a.line_total]
-        lines.sort(key=lambda lw: lw.line)
-        # Time under a call of another workspace function is that function's to claim; the rest
-        # (own lines, libraries called) is what changing this function can change.
-        delegated = sum(w for q, w in a.callees.items() if places[q].in_workspace and q != pid)
-        out.append(Hotspot(
-            file=place.file, function=place.function, line=place.line, end_line=place.end_line,
-            self_fraction=frac(a.self_w), total_fraction=frac(a.total_w),
-            inclusive_fraction=frac(max(a.self_w, a.total_w - delegated)), self_weight=a.self_w,
-            total_weight=a.total_w, kind=kind,
-            callers=_edges(a.callers, places, frac), callees=_edges(a.callees, places, frac),
-            kernels=kernels, lines=lines))
-    return out
+    kernels = [KernelUse(name=name, time_s=t if seconds else 0.0, count=int(c),
+                         metrics={m: v for m, v in profile.kernel_metrics.get(name, {}).items()
+                                  if m in KERNEL_METRICS})
+               for name, (t, c) in sorted(a.kernels.items(), key=lambda kv: -kv[1][0])]
+    lines = [LineWeight(line=ln, self_weight=a.line_self.get(ln, 0.0), total_weight=t, fraction=frac(t),
+                        metrics=lm.get(ln, {}))
+             for ln, t in a.line_total.items()]
+    lines += [LineWeight(line=ln, self_weight=0.0, total_weight=0.0, fraction=0.0, metrics=lm[ln])
+              for ln in lm if place.line <= ln <= place.end_line and ln not in a.line_total]
+    lines.sort(key=lambda lw: lw.line)
+    # Time under a call of another workspace function is that function's to claim; the rest
+    # (own lines, libraries called) is what changing this function can change.
+    delegated = sum(w for q, w in a.callees.items() if places[q].in_workspace and q != pid)
+    return Hotspot(
+        file=place.file, function=place.function, line=place.line, end_line=place.end_line,
+        self_fraction=frac(a.self_w), total_fraction=frac(a.total_w),
+        inclusive_fraction=frac(max(a.self_w, a.total_w - delegated)), self_weight=a.self_w,
+        total_weight=a.total_w, kind=kind,
+        callers=_edges(a.callers, places, frac), callees=_edges(a.callees, places, frac),
+        kernels=kernels, lines=lines)
 
 
 def _edges(edges: dict[int, float], places: list[Place], frac: Callable[[float], float]) -> list[Edge]:

@@ -43,7 +43,8 @@ class LocalRayCluster:
         out = subprocess.run([sys.executable, "-c", (
             "import json, sys; from ray.util.state import list_tasks\n"
             f"ts = list_tasks(address={self.address!r}, filters=[('state', '=', 'RUNNING')], raise_on_missing_output=False)\n"
-            "print(json.dumps([t.name for t in ts]))")], capture_output=True, text=True, timeout=60)
+            "print(json.dumps([t.name for t in ts]))")], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})  # keep 127.0.0.1 (see ray_pool.py)
         if out.returncode != 0:
             raise RuntimeError(out.stderr[-2000:])
         import json
@@ -90,6 +91,30 @@ def task_processes(name: str, node: str | None = None) -> list[int]:
     return [p for p in pids if node is None or f"--node_id={node}" in _cmdline(_parent(p))]
 
 
+def exposed_ports() -> list[str]:
+    """Listening TCP sockets of this machine's Ray processes bound to an address other than loopback."""
+    inodes: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        cmd = _cmdline(entry.name) if entry.name.isdigit() else ""
+        if not any(word in cmd for word in ("raylet", "gcs_server", "ray::", "/ray/", "ray.")):
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue
+        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
+    exposed = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state, inode = row.split()[1], row.split()[3], row.split()[9]
+            addr = local.split(":")[0]
+            # 127.0.0.1, as itself or IPv4-mapped (::ffff:127.0.0.1), or ::1
+            loopback = addr in ("0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000")
+            if state == "0A" and inode in inodes and not loopback:
+                exposed.append(f"{table}: {local}")
+    return exposed
+
+
 def sandboxed_processes() -> list[int]:
     """PIDs of sandboxed workers (REDLINE_SANDBOXED=1 in their environment) still alive."""
     pids = []
@@ -112,9 +137,12 @@ def _serve(nodes: int, cpus: int) -> None:
     with socket.socket() as s:  # a free port: another Ray on this machine may hold the default one
         s.bind(("127.0.0.1", 0))
         dashboard_port = s.getsockname()[1]
+    # Every node, its services and the dashboard on the loopback address: nothing is reachable from outside.
+    loopback = {"node_ip_address": "127.0.0.1"}
     cluster = Cluster(initialize_head=True, connect=False,
-                      head_node_args={"num_cpus": cpus, "include_dashboard": True, "dashboard_port": dashboard_port})
-    workers = [cluster.add_node(num_cpus=cpus) for _ in range(nodes - 1)]
+                      head_node_args={"num_cpus": cpus, "include_dashboard": True, "dashboard_port": dashboard_port,
+                                      "dashboard_host": "127.0.0.1", **loopback})
+    workers = [cluster.add_node(num_cpus=cpus, **loopback) for _ in range(nodes - 1)]
     cluster.wait_for_nodes()
     print("address", cluster.address, *(w.node_id for w in workers), flush=True)
     for line in sys.stdin:

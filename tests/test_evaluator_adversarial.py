@@ -131,3 +131,29 @@ def test_racing_verdicts_are_the_same_on_every_run(tmp_path: Path) -> None:
         assert all(w in r["reason"] for r in runs for w in words)
         if "ok" not in statuses:  # a cheat's verdict is one verdict; an honest one's speed is measured
             assert len({r["status"] for r in runs}) == 1, [r["status"] for r in runs]
+
+
+def test_the_worker_clock_is_checked_against_the_kernels_count_not_the_harness_wall() -> None:
+    """The timer rule on its own: a worker whose clock reports less time than the kernel counted as CPU
+    for its main thread is rejected; one whose request took far longer on the wall than it says (the
+    harness's reader scheduled late under load) is not, since wall time no longer enters the rule. The
+    worker process's CPU counters are a stand-in here (they are read from /proc in a real run)."""
+    from redline.evaluator.inputs.plan import InputPlan
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.protocol import TimeReply
+    from redline.evaluator.timing import Timing
+    from redline.evaluator.verdict import Rejected
+
+    class Counters:
+        who = "the candidate"
+
+        def own_cpu_seconds(self) -> float:
+            return 1.0
+
+    timing = Timing(EvalSettings(), InputPlan.__new__(InputPlan), None, trusted=False)  # type: ignore[arg-type]
+    honest = TimeReply(op="time", ok=True, worker_s=0.004, batch_s=0.003)
+    timing._candidate_rules(Counters(), honest, 1.0, main_cpu=0.0)  # type: ignore[arg-type]
+    timing._candidate_rules(Counters(), honest, 1.0, main_cpu=0.02)  # type: ignore[arg-type]  # within a tick
+    with pytest.raises(Rejected, match="patched timer") as exc:
+        timing._candidate_rules(Counters(), honest, 1.0, main_cpu=0.06)  # type: ignore[arg-type]
+    assert exc.value.status == "rejected_exploit" and "0.0600s of CPU" in exc.value.reason

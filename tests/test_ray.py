@@ -20,7 +20,7 @@ import pytest
 from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline, wait_for_spinning
 
 ray = pytest.importorskip("ray")
-from ray_cluster import LocalRayCluster, sandboxed_processes, task_processes  # noqa: E402
+from ray_cluster import LocalRayCluster, exposed_ports, sandboxed_processes, task_processes  # noqa: E402
 
 ADV = TESTS / "adversarial"
 SIXTEEN = ["honest_vectorised.py", "exact_copy.py", "cache_by_shape.py", "skip_some_calls.py", "warmup_then_cheap.py",
@@ -69,6 +69,8 @@ def wait_for_tasks(n: int, node: str | None = None, timeout: float = 120) -> lis
 
 def test_sixteen_candidates_on_two_nodes_get_their_statuses(cluster: LocalRayCluster, tmp_path: Path) -> None:
     target, cands = project(tmp_path, SIXTEEN)
+    # The test cluster is bound to the loopback address: no Ray service listens beyond this machine.
+    assert cluster.address.startswith("127.0.0.1:") and exposed_ports() == [], exposed_ports()
     res = redline(*cli(target, cands, cluster.address), cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -111,6 +113,7 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     target, cands = project(tmp_path, ["hang_at_call.py"])
     hang = (cands / "hang_at_call.py").read_text()
     (cands / "hang_again.py").write_text(hang + "\n# a second copy, so that both nodes are busy\n")
+    others = set(sandboxed_processes())  # another run's on this machine, not this one's to end
     proc = popen(cli(target, cands, cluster.address, "--timeout", "120"), tmp_path)
     wait_for_tasks(2)
     wait_for_spinning(2)  # both candidates are inside their hanging call
@@ -122,10 +125,10 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     # The sandboxes die with their Ray worker (a parent-death signal), a moment after it: poll for it.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (task_processes("evaluate_task") or cluster.running_tasks()
-                                           or sandboxed_processes()):
+                                           or set(sandboxed_processes()) - others):
         time.sleep(0.5)
     assert task_processes("evaluate_task") == [] and cluster.running_tasks() == []
-    assert sandboxed_processes() == []
+    assert set(sandboxed_processes()) - others == set()
 
 
 def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:

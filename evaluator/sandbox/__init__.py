@@ -84,10 +84,11 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process (all its threads, ended ones included), read from /proc."""
+def process_cpu_seconds(pid: int, stat_path: str = "") -> float:
+    """User + system CPU time of one process (all its threads, ended ones included), read from /proc; or
+    of one thread, from its `stat_path`."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(stat_path or f"/proc/{pid}/stat").read_text()
         fields = stat[stat.rindex(")") + 2:].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
@@ -118,6 +119,16 @@ class Worker:
     def own_cpu_seconds(self) -> float:
         """CPU time of the worker process itself (the candidate's code and the threads it starts), not of
         the processes below it, which only libraries may start for it (a compiler's workers)."""
+        return process_cpu_seconds(self._worker())
+
+    def main_thread_cpu_seconds(self) -> float:
+        """CPU time of the worker's main thread, the one that answers requests: the kernel's count, which
+        no code in the worker can change, and never more than the wall time that passed."""
+        pid = self._worker()
+        return process_cpu_seconds(pid, f"/proc/{pid}/task/{pid}/stat")
+
+    def _worker(self) -> int:
+        """The worker's own PID (below bwrap where it runs in a sandbox)."""
         if self._worker_pid is None:
             for pid in _descendants(self.proc.pid):
                 try:
@@ -126,7 +137,7 @@ class Worker:
                         break
                 except OSError:
                     continue
-        return process_cpu_seconds(self._worker_pid or self.proc.pid)
+        return self._worker_pid or self.proc.pid
 
     def stderr_tail(self, n: int = 3000) -> str:
         try:

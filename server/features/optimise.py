@@ -67,51 +67,53 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     options = run_options(ls.settings)
     if not options.builtin and options.llm is None:
         raise CommandError("no proposer: enable redline.builtinProposers or set redline.llmBaseUrl")
-    run_id = uuid.uuid4().hex[:10]
-    cancel = threading.Event()
-    ls.runs.running[run_id] = cancel
-    loop = asyncio.get_running_loop()
-    progress = ls.work_done_progress
-    version = doc.version if doc is not None else None
-    token = ""
+    spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
+    job = _Job(ls, a, spec, options, doc.version if doc is not None else None, hotspot_note(spot) if spot else "")
+    ls.background(job.run(target, capture))
+    return {"runId": job.run_id, "started": True, "capturing": capture is not None}
 
-    def report_progress(event: Event) -> None:
-        if not token or isinstance(event, (VersusCompile, ProposerFailed)):
+
+class _Job:
+    """One optimise run started from the editor: its progress in a work-done report, its cancel, its end."""
+
+    def __init__(self, ls: RedlineServer, a: OptimiseArgs, spec: str, options: RunOptions, version: int | None,
+                 note: str) -> None:
+        self.ls, self.a, self.spec, self.options, self.version, self.note = ls, a, spec, options, version, note
+        self.run_id = uuid.uuid4().hex[:10]
+        self.cancel = threading.Event()
+        ls.runs.running[self.run_id] = self.cancel
+        self.loop = asyncio.get_running_loop()
+        self.token = ""
+
+    def report_progress(self, event: Event) -> None:
+        if not self.token or isinstance(event, (VersusCompile, ProposerFailed)):
             return
-        pct = min(99, int(100 * event.tried / options.budget)) if isinstance(event, CandidateDone) else None
-        loop.call_soon_threadsafe(progress.report, token, lsp.WorkDoneProgressReport(
+        pct = min(99, int(100 * event.tried / self.options.budget)) if isinstance(event, CandidateDone) else None
+        self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, lsp.WorkDoneProgressReport(
             message=describe(event, reason_chars=120), percentage=pct))
 
-    spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
-    note = hotspot_note(spot) if spot is not None else ""
-
-    def work() -> Report:
-        assert target is not None
-        return execute(target, options, report_progress, cancel, hotspot_note=note)
-
-    async def run() -> None:
-        nonlocal target, token
-        if target is None:
+    async def run(self, target: Target | None, capture: tuple[list[str], Path] | None) -> None:
+        ls, a = self.ls, self.a
+        if target is None:  # no inputs yet: capture them first (the user is asked)
             assert capture is not None
-            target = await capture_first(ls, a.function, spec, capture, cancel)
+            target = await capture_first(ls, a.function, self.spec, capture, self.cancel)
             if target is None:
-                ls.runs.running.pop(run_id, None)
+                ls.runs.running.pop(self.run_id, None)
                 return
-        token = await ls.begin_progress(f"redline-optimise-{run_id}", f"redline: optimising {a.function}", cancel)
+        self.token = await ls.begin_progress(f"redline-optimise-{self.run_id}", f"redline: optimising {a.function}",
+                                             self.cancel)
+        found = target
         try:
-            report = await loop.run_in_executor(None, work)
+            report = await self.loop.run_in_executor(
+                None, lambda: execute(found, self.options, self.report_progress, self.cancel, hotspot_note=self.note))
         except Exception as exc:  # an evaluator failure must not take the server down
             ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"redline: optimise failed: {exc}"))
-            if token:
-                progress.end(token, lsp.WorkDoneProgressEnd(message=f"failed: {exc}"))
+            if self.token:
+                ls.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=f"failed: {exc}"))
             return
         finally:
-            ls.runs.running.pop(run_id, None)
-        assert target is not None
-        await finish(ls, a, target, report, run_id, version, token, cancel.is_set())
-
-    ls.background(run())
-    return {"runId": run_id, "started": True, "capturing": capture is not None}
+            ls.runs.running.pop(self.run_id, None)
+        await finish(ls, a, target, report, self.run_id, self.version, self.token, self.cancel.is_set())
 
 
 async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Report, run_id: str,

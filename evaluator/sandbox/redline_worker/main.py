@@ -52,7 +52,7 @@ def main() -> None:
     for line in sys.stdin:
         t_req = _perf()
         req = json.loads(line)
-        sample_seed[0] = int(req.get("sample_seed", 0))
+        sample_seed[0] = int(req["sample_seed"])
         try:
             result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle,
                       "energy": op_energy, "reproduce": op_reproduce,

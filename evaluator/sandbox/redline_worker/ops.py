@@ -83,7 +83,7 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     for seed in req["seeds"]:
         runs = []
         key = ""
-        for rep in range(req.get("repeat", 1)):
+        for rep in range(req["repeat"]):
             args, kwargs, fn = subject.inputs(seed)
             if rep == 0 and subject.original is not None:
                 key = call_key(subject.original, args, kwargs)
@@ -101,12 +101,12 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             if err is None:
                 entry["output"] = encode(out)
                 entry["aliases_input"] = aliases(out, (*args, *kwargs.values()))
-            entry["inputs_after"] = encode([list(args), kwargs], digest=True) if req.get("inputs_after", True) \
+            entry["inputs_after"] = encode([list(args), kwargs], digest=True) if req["inputs_after"] \
                 else None
             entry["threads_left"] = left
             runs.append(entry)
         result: dict[str, Any] = {"seed": seed, "runs": runs, "key": key}
-        if req.get("oracle") and runs[0]["error"] is None and _has_half(out):
+        if req["oracle"] and runs[0]["error"] is None and _has_half(out):
             result["oracle"] = _oracle(subject, seed)
         results.append(result)
     return {"results": results}
@@ -119,8 +119,8 @@ def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     checking), and for half-precision outputs the float32 oracle. Both sides do the same work, so
     neither process leaves the gate in another state than the other."""
     runs = []
-    for seed in req["seeds"][:req.get("inputs", 2)]:
-        if req.get("only") is not None:  # the variants asked for, each on inputs made for it alone
+    for seed in req["seeds"][:req["inputs"]]:
+        if req["only"] is not None:  # the variants asked for, each on inputs made for it alone
             runs += [_variant(subject, seed, index) for index in req["only"]]
             continue
         args, kwargs, _ = subject.inputs(seed)

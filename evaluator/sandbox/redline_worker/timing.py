@@ -27,7 +27,7 @@ def op_energy(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     for args, kwargs, fn in prepared:
         fn(*args, **kwargs)
     cuda.sync()
-    calls, deadline = 0, _perf() + int(req.get("min_s", 0.3) * 1e9)
+    calls, deadline = 0, _perf() + int(req["min_s"] * 1e9)
     energy0 = cuda.energy_j()
     while calls < 3 or _perf() < deadline:
         args, kwargs, fn = prepared[calls % len(prepared)]
@@ -61,22 +61,11 @@ def move_to_core(slot: int | None) -> None:
 
 def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     seeds = req["seeds"]
-    keep = set(req.get("keep", []))
+    keep = set(req["keep"])
     prepared = [subject.inputs(s) for s in seeds]
     sync()
     cuda = state.cuda
-    # On CUDA each call's inputs are kept with their bits inverted until the calling stream reaches
-    # that call (see Cuda.begin): a storage shared by several calls is restored at its first.
-    ready: list[list[Any]] = []
-    seen: set[int] = set()
-    for args, kwargs, _fn in prepared:
-        mine = []
-        if cuda is not None:
-            for st in tensor_storages([*args, *kwargs.values()]):
-                if st.device.type == "cuda" and st.data_ptr() not in seen and flip_bits(st):
-                    mine.append(st)
-                seen.add(st.data_ptr())
-        ready.append(mine)
+    ready = _held_back(prepared) if cuda is not None else [[] for _ in prepared]
     times: list[float] = []
     parts: list[tuple[float, float, float]] = []  # CUDA: (GPU time on the calling stream, issue time, final wait)
     kept: dict[str, Any] = {}
@@ -87,10 +76,10 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     if cuda is not None:
         # The head start is the harness's to choose, the same for both sides (from the reference's own
         # time to issue a call): host work a call needs beyond it is charged as idle GPU time.
-        cuda.ahead_s = float(req.get("ahead_s", cuda.ahead_s))
+        cuda.ahead_s = float(req["ahead_s"] if req["ahead_s"] is not None else cuda.ahead_s)
         cuda.measure_overhead()
     energy0 = cuda.energy_j() if cuda else None
-    move_to_core(req.get("core"))
+    move_to_core(req["core"])
     start = _perf()
     for i, (args, kwargs, fn) in enumerate(prepared):
         events = cuda.begin(ready[i]) if cuda is not None else None  # a cold L2 for every timed call
@@ -121,10 +110,31 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                              if prepared else 0}
     if cuda is not None:
         energy1 = cuda.energy_j()
-        mid = [sorted(col)[len(col) // 2] for col in zip(*parts, strict=True)] if parts else []
-        extra.update(gpu={**cuda.state(), **({"gpu_time_s": mid[0], "issue_s": mid[1], "drain_s": mid[2]} if mid else {})},
+        extra.update(gpu=_gpu_state(cuda, parts),
                      energy_j=(energy1 - energy0) if energy0 is not None and energy1 is not None else None)
     return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
             "threads_left": threads_left, "tamper": tamper(), **extra}
+
+
+def _held_back(prepared: list[tuple[tuple[Any, ...], dict[str, Any], Any]]) -> list[list[Any]]:
+    """On CUDA each call's inputs are kept with their bits inverted until the calling stream reaches
+    that call (see Cuda.begin): the storages each call restores (one shared by several calls is
+    restored at its first)."""
+    ready: list[list[Any]] = []
+    seen: set[int] = set()
+    for args, kwargs, _fn in prepared:
+        mine = []
+        for st in tensor_storages([*args, *kwargs.values()]):
+            if st.device.type == "cuda" and st.data_ptr() not in seen and flip_bits(st):
+                mine.append(st)
+            seen.add(st.data_ptr())
+        ready.append(mine)
+    return ready
+
+
+def _gpu_state(cuda: Any, parts: list[tuple[float, float, float]]) -> dict[str, Any]:
+    """The device's state, and the batch's median GPU time on the calling stream, issue time and final wait."""
+    mid = [sorted(col)[len(col) // 2] for col in zip(*parts, strict=True)] if parts else []
+    return {**cuda.state(), **({"gpu_time_s": mid[0], "issue_s": mid[1], "drain_s": mid[2]} if mid else {})}
 
 
