@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from redline.evaluator.apply import ApplyRefused, apply_winner
-from redline.evaluator.pool import ClusterError
+from redline.evaluator.backends import ClusterError
 from redline.evaluator.run import LLMOptions, NoProposer, RunOptions, execute
 from redline.evaluator.target import Target, TargetError, load_target
 

@@ -1,4 +1,4 @@
-"""Comparing encoded outputs (sandbox/redline_worker/codec.py) in the harness, with per-dtype tolerances."""
+"""Comparing encoded outputs (sandbox/redline_worker/encoded.py) in the harness, with per-dtype tolerances."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import hashlib
 import math
 from pathlib import Path
 from typing import Any
+
+from .sandbox.redline_worker.encoded import kind
 
 # (rtol, atol): torch.testing.assert_close's defaults, except atol for half precisions. An eager
 # bf16/fp16 chain rounds every intermediate, and a fused kernel that keeps fp32 intermediates differs
@@ -58,23 +60,23 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
         oracle = None
     if ref["t"] != got["t"]:
         raise Mismatch(f"{where} is a {got['t']}, the reference returns a {ref['t']}")
-    t = ref["t"]
-    if "attrs" in ref:
-        if "attrs" not in got:
-            raise Mismatch(f"{where}: a {t} without its attributes")
+    t, k = ref["t"], kind(ref)
+    if k != kind(got):
+        raise Mismatch(f"{where}: a {t} encoded as {kind(got)}, the reference's as {k}")
+    if k == "attrs":
         compare(ref["attrs"], got["attrs"], f"{where} attributes", rtol, atol)
         return
-    if ref.get("opaque"):
+    if k == "opaque":
         raise Mismatch(f"{where}: values of type {t} cannot be compared; the target must return arrays, tensors "
                        "or plain Python values")
-    if t in ("builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset"):
+    if k == "items":
         if len(ref["v"]) != len(got["v"]):
             raise Mismatch(f"{where} has {len(got['v'])} items, the reference {len(ref['v'])}")
         parts = oracle["v"] if oracle is not None and len(oracle.get("v", ())) == len(ref["v"]) else [None] * len(ref["v"])
         for i, (a, b, o) in enumerate(zip(ref["v"], got["v"], parts, strict=True)):
             compare(a, b, f"{where}[{i}]", rtol, atol, o)
         return
-    if t == "builtins.dict":
+    if k == "mapping":
         if len(ref["v"]) != len(got["v"]):
             raise Mismatch(f"{where} has {len(got['v'])} keys, the reference {len(ref['v'])}")
         # The float32 run builds the same dict in the same order: its value for a key stands beside it.
@@ -92,10 +94,10 @@ def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None
         for part, a, b in zip(("real", "imag"), ref["v"], got["v"], strict=True):
             _floats(float(a), float(b), f"{where}.{part}", *tolerance("float64", rtol, atol))
         return
-    if "b" in ref or "file" in ref or "sha256" in ref:
+    if k == "array":
         _arrays(ref, got, where, rtol, atol, oracle)
         return
-    if ref.get("object"):
+    if k == "objects":
         if ref["shape"] != got.get("shape"):
             raise Mismatch(f"{where} has shape {got.get('shape')}, the reference {ref['shape']}")
         for i, (a, b) in enumerate(zip(ref["v"], got["v"], strict=True)):

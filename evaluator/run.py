@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .backends import PoolFactory
 from .models import EvalSettings, Limits, Report
-from .pool import PoolFactory
 from .progress import ProgressFn
 from .proposers import Proposer
 from .search import Budget, optimise
@@ -89,7 +89,7 @@ def pool_factory(options: RunOptions) -> PoolFactory | None:
     """The pool to evaluate on: None for this machine's."""
     if options.backend != "ray":
         return None
-    from .ray_pool import ray_factory
+    from .backends.ray_cluster import ray_factory
 
     return ray_factory(options.ray_address or None, options.jobs, options.ray_pip)
 

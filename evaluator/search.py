@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .archive import Archive
+from .backends import EvaluationPool, Job, LocalPool, PoolFactory
 from .config import ConfigError, ProjectConfig, load_config
 from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
-from .pool import EvaluationPool, Job, LocalPool, PoolFactory
 from .progress import (
     CandidateDone,
     CandidateStarted,

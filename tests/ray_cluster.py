@@ -44,7 +44,7 @@ class LocalRayCluster:
             "import json, sys; from ray.util.state import list_tasks\n"
             f"ts = list_tasks(address={self.address!r}, filters=[('state', '=', 'RUNNING')], raise_on_missing_output=False)\n"
             "print(json.dumps([t.name for t in ts]))")], capture_output=True, text=True, timeout=60,
-            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})  # keep 127.0.0.1 (see ray_pool.py)
+            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})  # keep 127.0.0.1 (see evaluator/backends/ray_cluster.py)
         if out.returncode != 0:
             raise RuntimeError(out.stderr[-2000:])
         import json

@@ -23,10 +23,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from ray_cluster import LocalRayCluster  # noqa: E402
+from redline.evaluator.backends import PoolFactory  # noqa: E402
+from redline.evaluator.backends.ray_cluster import ray_factory  # noqa: E402
 from redline.evaluator.models import EvalSettings  # noqa: E402
-from redline.evaluator.pool import PoolFactory  # noqa: E402
 from redline.evaluator.proposers.files import FilesProposer  # noqa: E402
-from redline.evaluator.ray_pool import ray_factory  # noqa: E402
 from redline.evaluator.search import Budget, optimise  # noqa: E402
 from redline.evaluator.target import Target, load_target  # noqa: E402
 

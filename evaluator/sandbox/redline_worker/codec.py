@@ -1,6 +1,7 @@
 """Values as the harness sees them: an exact, JSON-able description of each output (its type, dtype,
 shape and bytes, never a pickle), large arrays by a seeded sample plus exact sums; and a short
-description of an argument for prompts. The harness's comparison (compare.py) reads these."""
+description of an argument for prompts. encoded.py describes the format, which the harness's
+comparison (compare.py) reads."""
 
 from __future__ import annotations
 

@@ -23,13 +23,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .evaluate import Evaluator
-from .inputs.plan import InputPlan
-from .models import CandidateResult, EvalSettings, Regression
-from .pool import ClusterError, EvaluationPool, Job, PoolFactory
-from .regression import run_regression
-from .sandbox import LocalBackend, default_python
-from .target import Target, TargetError
+from ..evaluate import Evaluator
+from ..inputs.plan import InputPlan
+from ..models import CandidateResult, EvalSettings, Regression
+from ..regression import run_regression
+from ..sandbox import LocalBackend, default_python
+from ..target import Target, TargetError
+from .base import ClusterError, EvaluationPool, Job, PoolFactory
 
 # What is not shipped to the workers with the project.
 EXCLUDES = [".git", ".venv", "venv", "node_modules", ".redline", "__pycache__", "*.egg-info", ".mypy_cache",
