@@ -11,6 +11,7 @@ import textwrap
 from ..target import Target
 from . import Context, Proposal, Proposer
 from .idioms import rewrites
+from .templates import instances
 
 
 def _available(module: str) -> bool:
@@ -204,6 +205,26 @@ class IdiomProposer(Proposer):
         return eager + compiled
 
 
+class TritonTemplateProposer(Proposer):
+    """A target that is one row operation over the last dimension (softmax, layer norm, RMS norm, as
+    written or once the idioms are rewritten) as Triton kernels (templates.py), in up to four launch
+    configurations ordered by the input's shape; on CUDA only (Triton's CPU interpreter is for tests)."""
+
+    name = "triton-templates"
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        t = ctx.target
+        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or "." in t.qualname \
+                or not _available("triton"):
+            return []
+        return [Proposal(code=inst.code, origin="builtin:triton-templates", trusted=True,
+                         approach=f"Triton template: {inst.op} ({inst.config.label})")
+                for inst in instances(t.function_source, ctx.inputs)]
+
+    def rank(self, ctx: Context) -> int:
+        return -1 if ctx.bound == "memory-bound" else 0  # a row reduction that streams memory: first
+
+
 _GRAPH_HELPERS = """import threading
 
 import torch
@@ -330,4 +351,5 @@ def builtin_proposers() -> list[Proposer]:
     # The Triton search first: it is cheap to build and aimed at the kernel the user wrote; the idioms
     # before torch.compile: offered only where the code has one, and then usually the larger step.
     # (Each proposer's rank moves it by what the target's profile says: see Proposer.rank.)
-    return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TorchCompileProposer(), CudaGraphProposer()]
+    return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(),
+            CudaGraphProposer()]

@@ -1,0 +1,131 @@
+"""Triton templates (evaluator/proposers/templates.py): which targets they take, each instance right
+against the original in Triton's interpreter on CPU tensors at the timed shape and at edge shapes,
+and a template candidate through the real CLI's gate with its edge shapes (the GPU run times them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import redline
+from redline.evaluator.proposers import Context
+from redline.evaluator.proposers.builtin import TritonTemplateProposer
+from redline.evaluator.proposers.templates import instances, shape_of
+from redline.evaluator.target import check_candidate, load_target
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+SOFTMAX = "def f(x):\n    return torch.softmax(x, -1)\n"
+METHOD_SOFTMAX = "def f(x):\n    return x.softmax(-1)\n"
+LAYER_NORM = ("def f(x, w, b):\n    mu = x.mean(-1, keepdim=True)\n"
+              "    return (x - mu) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5) * w + b\n")
+RMS_NORM = "def f(x, w):\n    return torch.nn.functional.rms_norm(x, x.shape[-1:], w, 1e-6)\n"
+LAYER_NORM_PLAIN = "def f(x):\n    return F.layer_norm(x, x.shape[-1:])\n"
+
+
+@pytest.mark.parametrize("source, op", [(SOFTMAX, "softmax"), (METHOD_SOFTMAX, "softmax"),
+                                        (LAYER_NORM, "layer_norm"), (RMS_NORM, "rms_norm"),
+                                        (LAYER_NORM_PLAIN, "layer_norm")])
+def test_a_row_operation_becomes_templates(source: str, op: str) -> None:
+    got = instances(source, ["torch.Tensor float32 shape (64, 1024)"])
+    assert got and {i.op for i in got} == {op} and len(got) <= 4
+    assert all(f"_redline_{op}(" in i.code and "def f(" in i.code for i in got)
+    assert len({i.code for i in got}) == len(got)  # each configuration its own code
+    assert got[0].config.strategy == "row"  # many short rows: a row per program first
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    return torch.softmax(x, 0)\n",  # not the last dimension
+    "def f(x):\n    return torch.softmax(x, -1, dtype=torch.float64)\n",  # another dtype
+    "def f(x):\n    y = x * 2\n    return torch.softmax(y, -1) + 1\n",  # more than the one call
+    "def f(x, t):\n    return torch.nn.functional.cross_entropy(x, t)\n",  # no template for it
+])
+def test_what_is_not_one_row_operation_gets_none(source: str) -> None:
+    assert instances(source, []) == []
+
+
+def test_a_norm_over_other_dimensions_is_handed_to_the_library() -> None:
+    """Which dimensions a norm covers is known only at run time: the wrapper checks it on every call."""
+    got = instances("def f(x, w):\n    return torch.nn.functional.layer_norm(x, x.shape[-2:], w)\n", [])
+    assert got and all("if x.dim() == 0 or x.numel() == 0 or tuple(shape) != (n,)" in i.code for i in got)
+
+
+def test_few_long_rows_split_first_and_long_softmax_rows_loop_first() -> None:
+    norm = instances(RMS_NORM, ["torch.Tensor float32 shape (16, 4194304)", "torch.Tensor float32 shape (4194304,)"])
+    assert [i.config.strategy for i in norm[:2]] == ["split", "split"]
+    soft = instances(SOFTMAX, ["torch.Tensor float32 shape (8, 100000)"])
+    assert [i.config.strategy for i in soft[:2]] == ["loop", "loop"]
+    assert shape_of(["torch.Tensor bfloat16 shape (3,) on cuda:0"]) == (3,) and shape_of([]) is None
+
+
+CHECK = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+import torch.nn.functional as F
+from redline.evaluator.proposers.templates import instances
+src, shapes = sys.argv[1], eval(sys.argv[2])
+ref = {"torch": torch, "F": F}
+exec(src, ref)
+n_args = ref["f"].__code__.co_argcount
+for inst in instances(src, []):
+    ns = {"F": F}
+    exec(inst.code, ns)
+    for shape, dtype, strided in shapes:
+        g = torch.Generator().manual_seed(0)
+        wide = torch.randn(*shape[:-1], 2 * shape[-1], generator=g) * 3 + 1
+        x = (wide[..., ::2] if strided else wide[..., :shape[-1]].contiguous()).to(dtype)
+        params = [torch.randn(shape[-1], generator=g).to(dtype) for _ in range(n_args - 1)]
+        got, want = ns["f"](x, *params), ref["f"](x, *params)
+        tol = 1e-4 if dtype == torch.float32 else 2e-2
+        assert got.dtype == want.dtype and got.shape == want.shape, (inst.config, shape)
+        assert torch.allclose(got.float(), want.float(), rtol=tol, atol=tol), \
+            (inst.config, shape, dtype, (got.float() - want.float()).abs().max().item())
+print("checked", len({inst.code for inst in instances(src, [])}))
+"""
+SHAPES = "[((6, 1000), torch.float32, False), ((5, 999), torch.float32, True), ((1, 1), torch.float32, False), " \
+         "((3, 4, 17), torch.bfloat16, False), ((2, 20000), torch.float32, False), ((0, 8), torch.float32, False)]"
+
+
+@pytest.mark.parametrize("source", [SOFTMAX, LAYER_NORM, RMS_NORM, LAYER_NORM_PLAIN])
+def test_every_instance_matches_the_original_in_the_interpreter(source: str) -> None:
+    """Every configuration at a 1000-wide input, an odd width read through a stride, one element,
+    three dimensions in bfloat16, rows long enough to split or loop, and no rows at all."""
+    res = subprocess.run([sys.executable, "-c", CHECK, source, SHAPES], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "checked 4" in res.stdout, res.stderr[-3000:]
+
+
+def test_the_proposer_offers_templates_on_cuda_only_and_first_when_memory_bound(tmp_path: Path) -> None:
+    (tmp_path / "norm.py").write_text("import torch\n\n\n" + RMS_NORM + "\n\ndef make_inputs(seed):\n"
+                                      "    return torch.randn(8, 512), torch.randn(512)\n")
+    target = load_target(f"{tmp_path / 'norm.py'}::f")
+    p = TritonTemplateProposer()
+    assert p.propose(Context(target=target, round=1, device="cpu")) == []
+    props = p.propose(Context(target=target, round=1, device="cuda", inputs=["torch.Tensor float32 shape (8, 512)"]))
+    assert len(props) == 4 and all(check_candidate(q.code, target) is None for q in props)
+    assert props[0].origin == "builtin:triton-templates" and props[0].approach.startswith("Triton template: rms_norm")
+    assert p.rank(Context(target=target, round=1, bound="memory-bound")) < 0 <= p.rank(Context(target=target, round=1))
+
+
+def test_a_template_passes_the_gate_and_its_edge_shapes_through_the_cli(tmp_path: Path) -> None:
+    """On the CPU the evaluator runs Triton in its interpreter: slow (so not faster), but the gate's
+    verdict on correctness, at the input and at its edge shapes, is the one the GPU run gets."""
+    (tmp_path / "norm.py").write_text("import torch\n\n\n" + RMS_NORM + "\n\ndef make_inputs(seed):\n"
+                                      "    g = torch.Generator().manual_seed(seed)\n"
+                                      "    return torch.randn(8, 300, generator=g), torch.randn(300, generator=g)\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for i, inst in enumerate(instances(RMS_NORM, ["torch.Tensor float32 shape (8, 300)"])[:3:2]):
+        (cands / f"{inst.config.strategy}_{i}.py").write_text(inst.code)
+    res = redline("optimise", f"{tmp_path / 'norm.py'}::f", "--candidates", str(cands), "--no-builtin",
+                  "--json", str(tmp_path / "r.json"), cwd=tmp_path, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert len(doc["candidates"]) == 2
+    for c in doc["candidates"]:
+        assert c["status"] in ("ok", "not_faster"), c["reason"]
+        assert "(8, 299), (299,)" in c["shapes_checked"] and "(1, 300), (300,)" in c["shapes_checked"]
