@@ -196,65 +196,29 @@ def recording(fn: Any, rec: Recorder) -> Any:
     except (TypeError, ValueError):
         params = []
     if inspect.isgeneratorfunction(fn):
-        @functools.wraps(fn)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec.countdown -= 1
-            if rec.countdown > 0:
-                return (yield from fn(*args, **kwargs))
-            sig = signature(args, kwargs)
-            slot = rec.admit(sig)
-            call = _snapshot(rec, args, kwargs, params) if slot is not None else None
-            if call is None:
-                return (yield from fn(*args, **kwargs))
-            items = []
-            finished = False
-            try:
-                for item in fn(*args, **kwargs):
-                    items.append(item)
-                    yield item
-                finished = True
-            except GeneratorExit:
-                rec.unrecordable_call("the generator was not consumed to its end")
-                raise
-            except BaseException as exc:
-                rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})  # type: ignore[arg-type]
-                raise
-            if finished:
-                rec.keep(sig, slot, {"call": call, "outcome": _returned(items)})  # type: ignore[arg-type]
-        return gen_wrapper
-
+        return _generator_wrapper(fn, rec, params)
     if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec.countdown -= 1
-            if rec.countdown > 0:
-                return await fn(*args, **kwargs)
-            sig = signature(args, kwargs)
-            slot = rec.admit(sig)
-            call = _snapshot(rec, args, kwargs, params) if slot is not None else None
-            if call is None:
-                return await fn(*args, **kwargs)
-            try:
-                result = await fn(*args, **kwargs)
-            except BaseException as exc:
-                rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})  # type: ignore[arg-type]
-                raise
-            rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})  # type: ignore[arg-type]
-            return result
-        return async_wrapper
+        return _async_wrapper(fn, rec, params)
+    return _plain_wrapper(fn, rec, params)
 
+
+def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any],
+          params: list[str]) -> tuple[Any, Any, Any] | None:
+    """(signature, slot, the pickled call) where this call is to be kept, else None."""
+    sig = signature(args, kwargs)
+    slot = rec.admit(sig)
+    call = _snapshot(rec, args, kwargs, params) if slot is not None else None
+    return (sig, slot, call) if call is not None else None
+
+
+def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         rec.countdown -= 1
-        if rec.countdown > 0:
+        kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
+        if kept is None:
             return fn(*args, **kwargs)
-        sig = signature(args, kwargs)
-        slot = rec.admit(sig)
-        if slot is None:
-            return fn(*args, **kwargs)
-        call = _snapshot(rec, args, kwargs, params)
-        if call is None:
-            return fn(*args, **kwargs)
+        sig, slot, call = kept
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
@@ -263,6 +227,50 @@ def recording(fn: Any, rec: Recorder) -> Any:
         rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})
         return result
     return wrapper
+
+
+def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
+    """A generator function's calls: the outcome is the list of what it yielded, kept only when the
+    caller consumed it to its end."""
+    @functools.wraps(fn)
+    def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+        rec.countdown -= 1
+        kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
+        if kept is None:
+            return (yield from fn(*args, **kwargs))
+        sig, slot, call = kept
+        items = []
+        try:
+            for item in fn(*args, **kwargs):
+                items.append(item)
+                yield item
+        except GeneratorExit:
+            rec.unrecordable_call("the generator was not consumed to its end")
+            raise
+        except BaseException as exc:
+            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            raise
+        rec.keep(sig, slot, {"call": call, "outcome": _returned(items)})
+    return gen_wrapper
+
+
+def _async_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
+    """A coroutine function's calls: the outcome is what the awaited call returns."""
+    @functools.wraps(fn)
+    async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        rec.countdown -= 1
+        kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
+        if kept is None:
+            return await fn(*args, **kwargs)
+        sig, slot, call = kept
+        try:
+            result = await fn(*args, **kwargs)
+        except BaseException as exc:
+            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            raise
+        rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})
+        return result
+    return async_wrapper
 
 
 def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
