@@ -67,6 +67,7 @@ class Evaluator:
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
         self._active: list[Worker] = []
+        self._lock = threading.Lock()  # _active and _cancelled change together (see _track)
         self._cancelled = threading.Event()
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
         self._leading = 0.0  # the best speedup verified so far (see evaluate: who gets Nsight Compute)
@@ -176,9 +177,24 @@ class Evaluator:
         return {}
 
     def _start(self, candidate: str | None, trusted: bool, who: str) -> Channel:
-        worker = self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits)
-        self._active.append(worker)
+        worker = self._track(self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits))
         return Channel(worker, who, self.settings.limits.wall_s)
+
+    def _track(self, worker: Worker) -> Worker:
+        """Register a started worker for cancel(). cancel() and this meet under one lock, so a worker
+        started while a cancel runs is either among those it kills or killed here: none escapes a
+        cancel, however the two threads interleave."""
+        with self._lock:
+            self._active.append(worker)
+            cancelled = self._cancelled.is_set()
+        if cancelled:
+            worker.kill()
+        return worker
+
+    def _untrack(self) -> list[Worker]:
+        with self._lock:
+            done, self._active = self._active, []
+        return done
 
     def close(self) -> None:
         """Remove the trusted workers' compiler cache; no worker outlives a call to evaluate()."""
@@ -188,8 +204,10 @@ class Evaluator:
 
     def cancel(self) -> None:
         """Stop at once: kill the workers of the candidate being evaluated (safe from any thread)."""
-        self._cancelled.set()
-        for w in list(self._active):
+        with self._lock:
+            self._cancelled.set()
+            active = list(self._active)
+        for w in active:
             w.kill()
 
     # ------------------------------------------------------------ a candidate
@@ -217,9 +235,8 @@ class Evaluator:
             if self._cancelled.is_set():
                 return CandidateResult(status="infra_error", reason="cancelled while it ran", **base)
         finally:
-            for w in self._active:
+            for w in self._untrack():
                 w.close()
-            self._active = []
         # compute-sanitizer on each verified candidate that could be offered: at least as fast as every
         # one that passed it before (a head-to-head's speedup is against another baseline).
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.sanitize and \
@@ -313,8 +330,8 @@ class Evaluator:
             # Each tensor its own allocation: a write past a tensor inside one of the caching allocator's
             # blocks is invisible to the tool.
             spec["env"] = {**spec["env"], "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-            worker = self.backend.start(spec, self.python, self.settings.limits, prefix=sanitizer_prefix(tool_path, tool))
-            self._active = [worker]
+            worker = self._track(self.backend.start(spec, self.python, self.settings.limits,
+                                                    prefix=sanitizer_prefix(tool_path, tool)))
             ch = Channel(worker, f"the candidate under compute-sanitizer {tool}", self.settings.limits.wall_s * 4)
             try:
                 if ch.load().ok:
@@ -326,7 +343,7 @@ class Evaluator:
                 if finding is None or not finding.errors:
                     return f"not run: {tool} stopped ({exc})", None
             finally:
-                self._active = []
+                self._untrack()
                 worker.close()
             if finding is None:
                 return f"not run: {tool} reported no summary", None
@@ -341,9 +358,8 @@ class Evaluator:
         ncu = ncu_path()
         if ncu is None:
             return None
-        worker = self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
-                                    prefix=ncu_prefix(ncu))
-        self._active = [worker]
+        worker = self._track(self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
+                                                prefix=ncu_prefix(ncu)))
         ch = Channel(worker, "the candidate under ncu", self.settings.limits.wall_s * 4)
         try:
             if not ch.load().ok:
@@ -356,5 +372,5 @@ class Evaluator:
         except (Rejected, WorkerDied, WorkerTimeout):
             return None
         finally:
-            self._active = []
+            self._untrack()
             worker.close()

@@ -34,9 +34,21 @@ def py_spy_record(script: Path, out: Path, fmt: str, rate: int = 200, extra: tup
     return out
 
 
-def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120) -> None:
-    """Wait until `count` sandboxed worker processes (REDLINE_SANDBOXED=1 in their environment) have each
-    used `cpu_s` of CPU: candidates are running their calls. A condition polled, not a guessed delay."""
+def _descends(pid: int, root: int) -> bool:
+    while pid > 1:
+        if pid == root:
+            return True
+        try:
+            pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
+
+
+def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120, under: int | None = None) -> None:
+    """Wait until `count` sandboxed worker processes (REDLINE_SANDBOXED=1 in their environment), started
+    below process `under` where given, have each used `cpu_s` of CPU: candidates are running their
+    calls. A condition polled, not a guessed delay; with `under`, other runs on the machine do not count."""
     import time
 
     tick = os.sysconf("SC_CLK_TCK")
@@ -45,7 +57,8 @@ def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120) 
         busy = 0
         for proc in Path("/proc").iterdir():
             try:
-                if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes():
+                if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes() and \
+                        (under is None or _descends(int(proc.name), under)):
                     fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
                     busy += (int(fields[11]) + int(fields[12])) / tick >= cpu_s
             except OSError:

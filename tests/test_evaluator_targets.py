@@ -132,7 +132,7 @@ def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -
     for line in proc.stderr:
         if "evaluating c2" in line:
             break
-    wait_for_spinning()  # c2's worker is burning CPU inside its call
+    wait_for_spinning(under=proc.pid)  # c2's worker is burning CPU inside its call
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     rc = proc.wait(timeout=30)
