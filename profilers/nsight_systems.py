@@ -94,18 +94,8 @@ def _read(path: Path, db: sqlite3.Connection, tables: set[str]) -> Profile:
     if "StringIds" not in tables or not tables & {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY"}:
         raise ParseError(path, "tables", "an Nsight Systems export with StringIds and CUPTI_ACTIVITY_KIND_KERNEL "
                          "(record with --trace=cuda)")
-    device_sql = []
-    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-        device_sql.append("select k.start, k.end, k.correlationId, coalesce(s.value, d.value, '?') as name "
-                          "from CUPTI_ACTIVITY_KIND_KERNEL k left join StringIds s on s.id = k.shortName "
-                          "left join StringIds d on d.id = k.demangledName")
-    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-        device_sql.append("select start, end, correlationId, '[CUDA memcpy ' || copyKind || ']' as name "
-                          "from CUPTI_ACTIVITY_KIND_MEMCPY")
-    if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-        device_sql.append("select start, end, correlationId, '[CUDA memset]' as name from CUPTI_ACTIVITY_KIND_MEMSET")
     try:
-        kernels = _KERNELS.validate_python(_rows(db, " union all ".join(device_sql)))
+        kernels = _KERNELS.validate_python(_rows(db, _device_sql(tables)))
         runtime = _RUNTIME.validate_python(_rows(
             db, "select start, correlationId, globalTid, "
                 + ("callchainId" if _has_column(db, "CUPTI_ACTIVITY_KIND_RUNTIME", "callchainId") else "null as callchainId")
@@ -153,6 +143,21 @@ def _read(path: Path, db: sqlite3.Connection, tables: set[str]) -> Profile:
     if not profile.weights:
         raise ParseError(path, "CUPTI_ACTIVITY_KIND_KERNEL", "at least one kernel or copy (none were recorded)")
     return profile
+
+
+def _device_sql(tables: set[str]) -> str:
+    """One query for the device's work: kernels, copies and memsets, each with its span and name."""
+    parts = []
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        parts.append("select k.start, k.end, k.correlationId, coalesce(s.value, d.value, '?') as name "
+                     "from CUPTI_ACTIVITY_KIND_KERNEL k left join StringIds s on s.id = k.shortName "
+                     "left join StringIds d on d.id = k.demangledName")
+    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+        parts.append("select start, end, correlationId, '[CUDA memcpy ' || copyKind || ']' as name "
+                     "from CUPTI_ACTIVITY_KIND_MEMCPY")
+    if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+        parts.append("select start, end, correlationId, '[CUDA memset]' as name from CUPTI_ACTIVITY_KIND_MEMSET")
+    return " union all ".join(parts)
 
 
 def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
