@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from redline.evaluator.apply import ApplyRefused, apply_winner
 from redline.evaluator.backends import ClusterError
@@ -46,6 +51,26 @@ def profile_note(trace: Path, target: Target) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
+    """Ctrl-C sets `cancel`, which the search reads between steps (it stops the running candidate, keeps
+    what was verified and ends with a report), instead of raising wherever the main thread happens to
+    be (inside a library call that does not expect it: Ray's, say). A second Ctrl-C interrupts at once."""
+    def on_sigint(signum: int, frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_optimise(args: argparse.Namespace) -> int:
     try:
         target = load_target(args.target, args.inputs)
@@ -55,8 +80,10 @@ def run_optimise(args: argparse.Namespace) -> int:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
+    cancel = threading.Event()
     try:
-        report = execute(target, opts, Progress(), resume=args.resume, hotspot_note=note)
+        with _ctrl_c_cancels(cancel):
+            report = execute(target, opts, Progress(), cancel, resume=args.resume, hotspot_note=note)
     except TargetError as exc:
         print(f"redline optimise: {exc}", file=sys.stderr)
         return EXIT_USAGE
