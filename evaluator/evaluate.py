@@ -8,6 +8,7 @@ outputs itself and measures wall and CPU time from outside.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -19,7 +20,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .gate import Gate
@@ -326,25 +327,17 @@ class Evaluator:
             return "not run: compute-sanitizer is not installed here", None
         passed = []
         for tool in tools_for(code):
-            spec = self._spec(code, trusted)
             # Each tensor its own allocation: a write past a tensor inside one of the caching allocator's
             # blocks is invisible to the tool.
-            spec["env"] = {**spec["env"], "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-            worker = self._track(self.backend.start(spec, self.python, self.settings.limits,
-                                                    prefix=sanitizer_prefix(tool_path, tool)))
-            ch = Channel(worker, f"the candidate under compute-sanitizer {tool}", self.settings.limits.wall_s * 4)
-            try:
-                if ch.load().ok:
-                    ch.ask(Profile(seeds=fresh_seeds(1)))
-                    worker.finish(timeout=self.settings.limits.wall_s * 4)
-                finding = read_log(worker.scratch, tool)
-            except (Rejected, WorkerDied, WorkerTimeout) as exc:
-                finding = read_log(worker.scratch, tool)  # a tool may stop the process at the first error
-                if finding is None or not finding.errors:
-                    return f"not run: {tool} stopped ({exc})", None
-            finally:
-                self._untrack()
-                worker.close()
+            with self._under(code, trusted, sanitizer_prefix(tool_path, tool), {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}) \
+                    as worker:
+                try:
+                    self._profiled(worker, f"the candidate under compute-sanitizer {tool}", 1)
+                    finding = read_log(worker.scratch, tool)
+                except (Rejected, WorkerDied, WorkerTimeout) as exc:
+                    finding = read_log(worker.scratch, tool)  # a tool may stop the process at the first error
+                    if finding is None or not finding.errors:
+                        return f"not run: {tool} stopped ({exc})", None
             if finding is None:
                 return f"not run: {tool} reported no summary", None
             if finding.errors:
@@ -358,19 +351,33 @@ class Evaluator:
         ncu = ncu_path()
         if ncu is None:
             return None
-        worker = self._track(self.backend.start(self._spec(code, trusted), self.python, self.settings.limits,
-                                                prefix=ncu_prefix(ncu)))
-        ch = Channel(worker, "the candidate under ncu", self.settings.limits.wall_s * 4)
-        try:
-            if not ch.load().ok:
-                return None
-            ch.ask(Profile(seeds=fresh_seeds(2)))
-            if worker.finish(timeout=self.settings.limits.wall_s * 4) is None:
+        with self._under(code, trusted, ncu_prefix(ncu)) as worker:
+            try:
+                if not self._profiled(worker, "the candidate under ncu", 2):
+                    return None
+            except (Rejected, WorkerDied, WorkerTimeout):
                 return None
             profile = read_report(worker.scratch)
             return summarise(profile) if profile is not None else None
-        except (Rejected, WorkerDied, WorkerTimeout):
-            return None
+
+    @contextlib.contextmanager
+    def _under(self, code: str | None, trusted: bool, prefix: tuple[str, ...],
+               env: dict[str, str] | None = None) -> Iterator[Worker]:
+        """A sandboxed worker of `code` run under a tool (`prefix`: compute-sanitizer, ncu), closed after."""
+        spec = self._spec(code, trusted)
+        spec["env"] = {**spec["env"], **(env or {})}
+        worker = self._track(self.backend.start(spec, self.python, self.settings.limits, prefix=prefix))
+        try:
+            yield worker
         finally:
             self._untrack()
             worker.close()
+
+    def _profiled(self, worker: Worker, who: str, calls: int) -> bool:
+        """`calls` calls on fresh inputs in a worker under a tool, then its exit (when the tool writes its
+        report); False where the code did not load or the tool did not finish."""
+        ch = Channel(worker, who, self.settings.limits.wall_s * 4)
+        if not ch.load().ok:
+            return False
+        ch.ask(Profile(seeds=fresh_seeds(calls)))
+        return worker.finish(timeout=self.settings.limits.wall_s * 4) is not None

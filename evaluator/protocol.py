@@ -3,7 +3,7 @@ its operation and validated before use."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -134,21 +134,16 @@ R = TypeVar("R", bound=_Reply)
 
 
 class Request(_Msg, Generic[R]):
-    """A request to a worker; `reply` is the model its answer is read as."""
+    """A request to a worker; its type parameter is the model its answer is read as (by `op`)."""
 
-    reply: ClassVar[type[_Reply]]
     op: str
     seeds: list[int]
     sample_seed: int = 0  # where large outputs are sampled (codec.py): the same for both sides
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump()
 
 
 class Check(Request[CheckReply]):
     """Calls on each input: the outcome, inputs after, threads and streams left; `repeat` calls each."""
 
-    reply = CheckReply
     op: Literal["check"] = "check"
     repeat: int = 1
     oracle: bool = False  # also the reference in float32, for half-precision outputs
@@ -158,7 +153,6 @@ class Check(Request[CheckReply]):
 class Variants(Request[VariantsReply]):
     """Edge variants of the first `inputs` inputs: listed, or those in `only` called one at a time."""
 
-    reply = VariantsReply
     op: Literal["variants"] = "variants"
     inputs: int = 2
     only: list[int] | None = None
@@ -167,7 +161,6 @@ class Variants(Request[VariantsReply]):
 class Time(Request[TimeReply]):
     """One timed batch: a call on each input, outputs kept for `keep`, started on the `core`-th core."""
 
-    reply = TimeReply
     op: Literal["time"] = "time"
     keep: list[int] = []
     core: int | None = None
@@ -175,21 +168,17 @@ class Time(Request[TimeReply]):
 
 
 class Reproduce(Request[ReproduceReply]):
-    reply = ReproduceReply
     op: Literal["reproduce"] = "reproduce"
 
 
 class Oracle(Request[OracleReply]):
-    reply = OracleReply
     op: Literal["oracle"] = "oracle"
 
 
 class Profile(Request[ProfileReply]):
-    reply = ProfileReply
     op: Literal["profile"] = "profile"
 
 
 class Energy(Request[EnergyReply]):
-    reply = EnergyReply
     op: Literal["energy"] = "energy"
     min_s: float = 0.3

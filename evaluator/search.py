@@ -69,7 +69,7 @@ class Search:
         self.log, self.hotspot_note = log, hotspot_note
         self.config = _config(target)
         if settings.rtol is None and settings.atol is None:
-            rtol, atol = self.config.tolerance(_target_key(target))
+            rtol, atol = self.config.tolerance(target.spec)
             settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
         self.settings = settings
         self.archive = Archive()
@@ -149,7 +149,7 @@ class Search:
     def _guard(self, result: CandidateResult, prop: Proposal) -> None:
         """A candidate wrong only at edge variants of its inputs: where the project allows specialising this
         target, its guarded form (specialise.py) goes next, judged like any other candidate."""
-        if not result.correct_only_at or not self.config.specialise(_target_key(self.target)):
+        if not result.correct_only_at or not self.config.specialise(self.target.spec):
             return
         try:
             code = guarded(self.target, result.code, result.correct_only_at)
@@ -371,6 +371,3 @@ def _config(target: Target) -> ProjectConfig:
     except ConfigError as exc:
         raise TargetError(str(exc))
 
-
-def _target_key(target: Target) -> str:
-    return f"{target.file.relative_to(target.project_root).as_posix()}::{target.qualname}"

@@ -14,7 +14,7 @@ import inspect
 import textwrap
 
 from .sandbox.redline_worker import keys
-from .target import Target
+from .target import Target, function_node, rename_def
 
 KEY_FN = "_redline_input_key"
 
@@ -28,10 +28,10 @@ def guarded(target: Target, code: str, verified: list[str]) -> str:
         raise ValueError("only module-level functions can be guarded")
     if not verified:
         raise ValueError("no verified inputs to guard")
-    special = f"_{name}_specialised"
-    renamed = _rename_def(code, name, special)
+    special = f"_{name}_specialised"  # recursive calls in it reach the guarded function: still right
+    renamed = rename_def(code, name, special)
     original = textwrap.dedent(target.function_source)
-    fn = _function(original, name)
+    fn = function_node(original, name)
     values, named, call = _forwarding(fn.args)
     table = f"_{name.upper()}_VERIFIED"
     indent = " " * fn.body[0].col_offset
@@ -50,25 +50,6 @@ def guarded(target: Target, code: str, verified: list[str]) -> str:
     key_fn = inspect.getsource(keys.input_key).replace("def input_key(", f"def {KEY_FN}(", 1)
     key_fn = key_fn.replace("  # type: ignore[no-untyped-def]", "")
     return f"{renamed.rstrip()}\n\n\n{table} = frozenset({{\n{entries}}})\n\n\n{key_fn.rstrip()}\n\n\n{wrapped}"
-
-
-def _function(source: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
-    for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return node
-    raise ValueError(f"no function {name}() at the top level")
-
-
-def _rename_def(code: str, name: str, new: str) -> str:
-    """`code` with the header of its top-level `def name` renamed to `new` (the body and any recursive
-    calls are untouched: they reach the guarded function, which is still correct)."""
-    fn = _function(code, name)
-    lines = code.splitlines(keepends=True)
-    i = fn.lineno - 1
-    head = "async def " if isinstance(fn, ast.AsyncFunctionDef) else "def "
-    at = lines[i].index(head + name, fn.col_offset)
-    lines[i] = lines[i][:at] + head + new + lines[i][at + len(head + name):]
-    return "".join(lines)
 
 
 def _forwarding(args: ast.arguments) -> tuple[str, str, str]:

@@ -218,6 +218,26 @@ def raw_memory_use(code: str) -> str | None:
     return None
 
 
+def function_node(source: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The top-level definition of `name` in `source` (ValueError where there is none)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node
+    raise ValueError(f"no function {name}() at the top level")
+
+
+def rename_def(code: str, name: str, new: str) -> str:
+    """`code` with the header of its top-level `def name` renamed to `new` (the body, and any recursive
+    calls in it, untouched)."""
+    fn = function_node(code, name)
+    lines = code.splitlines(keepends=True)
+    i = fn.lineno - 1
+    head = "async def " if isinstance(fn, ast.AsyncFunctionDef) else "def "
+    at = lines[i].index(head + name, fn.col_offset)
+    lines[i] = lines[i][:at] + head + new + lines[i][at + len(head + name):]
+    return "".join(lines)
+
+
 def apply_candidate(target: Target, code: str) -> str:
     """The target file with the function replaced by the candidate (new imports go to the top)."""
     lines = target.source.splitlines(keepends=True)

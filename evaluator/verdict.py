@@ -62,7 +62,7 @@ class Channel:
     def ask(self, req: Request[R]) -> R:
         who = self.who
         try:
-            reply: R = validated(self.worker.request(req.wire(), self.wall_s), who, req.op)
+            reply: R = validated(self.worker.request(req.model_dump(), self.wall_s), who, req.op)
         except WorkerTimeout:
             raise Rejected("timeout", f"{who} did not finish within {self.wall_s:g}s (killed)")
         except WorkerDied as exc:

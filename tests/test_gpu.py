@@ -41,18 +41,23 @@ EXPECT: dict[str, tuple[set[str], str | tuple[str, ...]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    work = tmp_path_factory.mktemp("gpu")
+def candidates_on_gelu_bias(work: Path, folder: str, budget: int, timeout: int) -> dict:
+    """The file candidates of tests/gpu/`folder` through the CLI on ops.py's gelu_bias: each by file name,
+    and the report as `__report__` (kept in OUT for the device run's record)."""
     shutil.copy(GPU_TESTS / "ops.py", work / "ops.py")
-    report = work / "report.json"
+    report = work / f"{folder}.json"
     res = redline("optimise", f"{work / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
-                  str(GPU_TESTS / "candidates"), "--no-builtin", "--budget", "20", "--timeout", "120",
-                  "--json", str(report), cwd=work, timeout=1200)
-    shutil.copy(report, OUT / "gpu_candidates_report.json") if report.exists() else None
+                  str(GPU_TESTS / folder), "--no-builtin", "--budget", str(budget), "--timeout", str(timeout),
+                  "--json", str(report), cwd=work, timeout=1800)
+    shutil.copy(report, OUT / f"gpu_{folder}_report.json") if report.exists() else None
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(report.read_text())
     return {c["origin"].removeprefix("file:"): c for c in doc["candidates"]} | {"__report__": doc}
+
+
+@pytest.fixture(scope="module")
+def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return candidates_on_gelu_bias(tmp_path_factory.mktemp("gpu"), "candidates", 20, 120)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
@@ -135,15 +140,8 @@ CHECKED = {
 
 
 def test_sanitizer_edge_shapes_and_honest_compiling_candidates(tmp_path: Path) -> None:
-    shutil.copy(GPU_TESTS / "ops.py", tmp_path / "ops.py")
-    report = tmp_path / "checked.json"
-    res = redline("optimise", f"{tmp_path / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
-                  str(GPU_TESTS / "checked"), "--no-builtin", "--budget", "10", "--timeout", "300",
-                  "--json", str(report), cwd=tmp_path, timeout=1800)
-    shutil.copy(report, OUT / "gpu_checked_report.json") if report.exists() else None
-    assert res.returncode == 0, res.stderr[-3000:]
-    doc = json.loads(report.read_text())
-    got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    got = candidates_on_gelu_bias(tmp_path, "checked", 10, 300)
+    doc = got["__report__"]
     for name, (statuses, words) in CHECKED.items():
         assert got[name]["status"] in statuses and words in got[name]["reason"], (name, got[name]["reason"])
     winner = next(c for c in doc["candidates"] if c["id"] == doc["winner"]["id"])

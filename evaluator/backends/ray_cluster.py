@@ -86,10 +86,15 @@ def regression_task(target: Target, new_source: str, command: list[str] | None,
 
 
 # ------------------------------------------------------------------ on the driver
+def _host_port(address: str) -> tuple[str, str]:
+    """HOST and PORT of a GCS (`HOST:PORT`) or Ray Client (`ray://HOST:PORT`) address."""
+    host, _, port = address.removeprefix("ray://").rsplit("/", 1)[0].rpartition(":")
+    return host, port
+
+
 def _reachable(address: str) -> None:
     """Fail fast (Ray itself waits minutes) when nothing listens at `address`."""
-    hostport = address.removeprefix("ray://").rsplit("/", 1)[0]
-    host, _, port = hostport.rpartition(":")
+    host, port = _host_port(address)
     if not host or not port.isdigit():
         raise ClusterError(f"--ray-address {address}: expected HOST:PORT (the head's GCS) or ray://HOST:PORT")
     try:
@@ -102,8 +107,7 @@ def _loopback(address: str | None) -> bool:
     """No address (a Ray of our own), or a cluster's at this machine's loopback address."""
     if not address:
         return True
-    host = address.removeprefix("ray://").rsplit("/", 1)[0].rpartition(":")[0]
-    return host in ("127.0.0.1", "localhost", "::1", "[::1]")
+    return _host_port(address)[0] in ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 class RayPool(EvaluationPool):

@@ -8,7 +8,7 @@ import importlib.util
 import re
 import textwrap
 
-from ..target import Target
+from ..target import Target, rename_def
 from . import Context, Proposal, Proposer
 from .idioms import rewrites
 from .templates import instances
@@ -45,7 +45,7 @@ def torch_compile_code(t: Target, mode: str | None = "default", options: dict[st
         return None
     src = textwrap.dedent(source if source is not None else t.function_source)
     eager = f"_redline_eager_{t.name}"
-    renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
+    renamed = rename_def(src, t.name, eager)
     how = f"options={options!r}" if options else f"mode={mode!r}"  # torch.compile takes one or the other, not both
     return f"import torch\n\n\n{renamed}\n\n{t.name} = torch.compile({eager}, {how}, dynamic=False)\n"
 
@@ -338,7 +338,7 @@ class CudaGraphProposer(Proposer):
         if "*" in header or "=" in header:  # keyword defaults and *args: not captured by position
             return []
         eager = f"_redline_eager_{t.name}"
-        renamed = re.sub(rf"^def {re.escape(t.name)}\(", f"def {eager}(", src, count=1, flags=re.M)
+        renamed = rename_def(src, t.name, eager)
         body = _GRAPH_METHOD if "." in t.qualname else _GRAPH_FUNCTION
         code = _GRAPH_HELPERS.format(eager=renamed.rstrip("\n")) + body.format(name=t.name, eager_name=eager)
         return [Proposal(code=code, origin="builtin:cuda-graph", approach="CUDA graph of the whole call", trusted=True)]

@@ -265,7 +265,7 @@ _WRAPPERS = {
 def _redline_softmax(x, dim=-1, STRATEGY="row", WARPS=4, BLOCK=0):
     n = x.shape[-1] if x.dim() else 0
     if x.dim() == 0 or x.numel() == 0 or not x.is_floating_point() or x.dtype == torch.float64 or \\
-            (STRATEGY == "row" and n > 16384):
+            (STRATEGY == "row" and n > _ROW_MAX_):
         return torch.softmax(x, -1)
     rows = _redline_rows(x)
     y = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
@@ -283,7 +283,7 @@ def _redline_norm(x, shape, weight, bias, eps, rms, strategy, warps, block):
     n = x.shape[-1] if x.dim() else 0
     fits = all(p is None or (p.shape == (n,) and p.device == x.device) for p in (weight, bias))
     if x.dim() == 0 or x.numel() == 0 or tuple(shape) != (n,) or not x.is_floating_point() or \\
-            x.dtype == torch.float64 or not fits or (strategy == "row" and n > 16384) or \\
+            x.dtype == torch.float64 or not fits or (strategy == "row" and n > _ROW_MAX_) or \\
             (strategy == "split" and triton.cdiv(n, block) > 4096):
         return None
     rows = _redline_rows(x)
@@ -323,3 +323,4 @@ def _redline_rms_norm(x, normalized_shape, weight=None, eps=None, STRATEGY="row"
     y = _redline_norm(x, normalized_shape, weight, None, e, True, STRATEGY, WARPS, BLOCK)
     return y if y is not None else torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)
 ''')
+_WRAPPERS = {op: code.replace("_ROW_MAX_", str(ROW_MAX)) for op, code in _WRAPPERS.items()}
