@@ -267,3 +267,33 @@ def test_a_win_is_timed_again_in_a_second_pair_of_fresh_workers() -> None:
     assert verdict.fields["speedup"] == 0.99 and verdict.fields["first_seen_speedup"] == 1.1
     verdict = lower_of_pairs(won, held, settings)
     assert verdict.status == "ok" and verdict.fields["speedup_ci95"] == (1.02, 1.1) and "1.08x and 1.07x" in verdict.reason
+
+
+def test_first_seen_calls_decide_only_where_significantly_slower_and_remembering_needs_two_pairs() -> None:
+    """Judging captured inputs (figures as timing.py receives them): one noisy single-call figure does
+    not override many timed rounds, a significant gap does, and a remembering candidate is one whose
+    first-seen calls lie far below its repeated ones."""
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.timing import FirstSeen, Verdict, remembered, with_first_seen
+
+    settings = EvalSettings()
+    seen = Verdict("ok", "", {"speedup": 3.6, "speedup_ci95": (3.3, 3.9)})
+    # Sixteen calls, each 1 ms in the reference: the candidate 0.3 ms, one call slowed to 9 ms by load.
+    noisy = FirstSeen([1e-3] * 16, [0.3e-3] * 15 + [9e-3], [1.0] * 16)
+    assert not noisy.remembers(seen)
+    verdict = with_first_seen(seen, noisy, settings)
+    assert verdict.status == "ok" and verdict.fields["speedup"] == 3.6 and verdict.fields["first_seen_speedup"] < 1.5
+    assert "first-seen calls, not significantly lower" in verdict.reason
+    # Half the work kept between calls: 2x on first-seen calls against 3.6x; the first-seen figure decides.
+    partial = FirstSeen([1e-3] * 16, [0.5e-3] * 16, [1.0] * 16)
+    verdict = with_first_seen(seen, partial, settings)
+    assert verdict.status == "ok" and verdict.fields["speedup"] == 2.0 and "below 3.60x on repeated" in verdict.reason
+    slower = FirstSeen([1e-3] * 16, [1e-3] * 16, [1.0] * 16)
+    verdict = with_first_seen(seen, slower, settings)
+    assert verdict.status == "not_faster" and verdict.fields["speedup"] == 1.0
+    # All the work kept: 1x on first-seen calls against 6.6x on repeated ones.
+    memo = Verdict("ok", "", {"speedup": 6.6, "speedup_ci95": (6.1, 7.0)})
+    assert slower.remembers(memo)
+    rej = remembered(memo, [slower, slower])
+    assert rej.status == "rejected_exploit" and "2 pairs of fresh workers" in rej.reason
+    assert "remembers results by their arguments" in rej.reason

@@ -83,10 +83,10 @@ class InputPlan:
 
     def first_seen_split(self) -> tuple[list[int], list[int]]:
         """Captured calls in two random halves: the warm-up's, and those first seen by the candidate
-        in the first-seen timing (at least two). Fewer than four calls: no warm-up, all first seen."""
+        in the first-seen timing (at least two). Fewer than three calls: no warm-up, all first seen."""
         keys = self.timed_keys
         _rng.shuffle(keys)
-        if len(keys) < 4:
+        if len(keys) < 3:
             return [], keys
         half = len(keys) // 2
         return keys[:half], keys[half:]
