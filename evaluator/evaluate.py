@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .contention import pool_threads
 from .gate import Gate
 from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
@@ -65,6 +66,11 @@ class Evaluator:
         self.inputs: list[str] = []
         self.hardware = ""
         self.bound = ""  # on CUDA: launch-bound, memory-bound or compute-bound (see bound_of)
+        self.notes: list[str] = []  # what the report should say about how the workers ran
+        self.threads: int | None = None  # the workers' OMP_NUM_THREADS on a busy machine (contention.py)
+        if settings.device == "cpu" and probe:
+            self.threads, note = pool_threads()
+            self.notes += [note] if note else []
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
         self._active: list[Worker] = []
@@ -172,10 +178,12 @@ class Evaluator:
         return path
 
     def _env(self, candidate: str | None) -> dict[str, str]:
-        """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported)."""
+        """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported); thread
+        pools sized to the free cores on a busy machine."""
+        env = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
         if self.settings.device == "cpu" and ("triton" in self.target.source or "triton" in (candidate or "")):
-            return {"TRITON_INTERPRET": "1"}
-        return {}
+            env["TRITON_INTERPRET"] = "1"
+        return env
 
     def _start(self, candidate: str | None, trusted: bool, who: str) -> Channel:
         worker = self._track(self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits))

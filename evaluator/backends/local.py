@@ -25,7 +25,7 @@ class LocalPool(EvaluationPool):
         self.inputs = self.evaluator.inputs
         self.hardware = self.evaluator.hardware
         self.bound = self.evaluator.bound
-        self.notes = []
+        self.notes = list(self.evaluator.notes)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="redline-local-pool", daemon=True)
