@@ -239,30 +239,50 @@ def rename_def(code: str, name: str, new: str) -> str:
 
 
 def apply_candidate(target: Target, code: str) -> str:
-    """The target file with the function replaced by the candidate (new imports go to the top)."""
+    """The target file with the function replaced by the candidate (new imports go to the top).
+
+    For a method, the candidate's definition of it replaces the method in its class and everything else
+    the candidate defines (helpers, constants, kernels) goes to module level just above the class's
+    top-level statement: where the evaluator ran it, in the candidate's module namespace, which is
+    what the method's bare names refer to."""
     lines = target.source.splitlines(keepends=True)
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
     indent = first[:len(first) - len(first.lstrip())]
     tree = ast.parse(code)
     code_lines = code.splitlines(keepends=True)
-    imports, body = [], []
+    imports, body, helpers = [], [], []
+    method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
     for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if seg.strip() not in target.source:
                 imports.append(seg if seg.endswith("\n") else seg + "\n")
-        else:
+        elif method is None or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == method):
             body.append(seg)
+        else:
+            helpers.append(seg)
     # Definitions are set apart as PEP 8 asks: two blank lines at module level, one inside a class.
     replacement = ("\n\n" if indent else "\n\n\n").join(b.rstrip("\n") for b in body) + "\n"
     if indent:
         replacement = textwrap.indent(replacement, indent)
     new = [*lines[:start], replacement, *lines[end:]]
+    if helpers:
+        at = _top_level_start(target.source, target.fn.line)
+        new = [*new[:at], "\n\n\n".join(h.rstrip("\n") for h in helpers) + "\n\n\n", *new[at:]]
     if imports:
         at = _after_imports(target.source)
         new = new[:at] + imports + new[at:]
     return "".join(new)
+
+
+def _top_level_start(source: str, line: int) -> int:
+    """The index of the first line (decorators included) of the module-level statement holding `line`."""
+    for node in ast.parse(source).body:
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            decorators = getattr(node, "decorator_list", [])
+            return (decorators[0].lineno if decorators else node.lineno) - 1
+    return line - 1
 
 
 def _after_imports(source: str) -> int:

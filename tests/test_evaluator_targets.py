@@ -60,6 +60,33 @@ def test_kernelbench_style_target(tmp_path: Path) -> None:
     assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
 
 
+def test_a_method_winner_with_helpers_applies_as_it_was_verified(tmp_path: Path) -> None:
+    """The evaluator runs a method's candidate in a module namespace and patches the method into its
+    class, so the candidate's helpers are module globals to it. Applied, they must be module-level too
+    (above the class), or the accepted code raises NameError where the verified one ran."""
+    write(tmp_path / "kb.py", (
+        "import numpy as np\n\n\n@dataclass_like\nclass Model:\n    def __init__(self, scale):\n"
+        "        self.scale = scale\n\n    def forward(self, x):\n        out = np.empty_like(x)\n"
+        "        for i in range(x.shape[0]):\n            out[i] = max(x[i], 0.0) * self.scale\n        return out\n\n"
+        "    def other(self):\n        return self.scale\n\n\n"
+        "def get_inputs():\n    return [np.random.randn(3000)]\n\n\ndef get_init_inputs():\n    return [3.0]\n"))
+    text = (tmp_path / "kb.py").read_text()
+    (tmp_path / "kb.py").write_text(text.replace("import numpy as np\n", "import numpy as np\n\n\n"
+                                                 "def dataclass_like(cls):\n    return cls\n", 1))
+    helpers = ("import math\n\n_ZERO = 0.0\n\n\ndef _relu(x):\n    return np.maximum(x, _ZERO)\n\n\n"
+               "def forward(self, x):\n    return _relu(x) * self.scale * math.prod([1])\n")
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'kb.py'}::Model.forward", {"h.py": helpers}, "--apply")
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+    applied = (tmp_path / "kb.py").read_text()
+    assert applied.index("def _relu(x):") < applied.index("@dataclass_like") < applied.index("class Model:")
+    assert applied.index("def dataclass_like") < applied.index("_ZERO = 0.0")
+    assert "\n    def forward(self, x):\n        return _relu(x)" in applied and "import math\n" in applied
+    run = subprocess.run([sys.executable, "-c", "import kb, numpy as np\nm = kb.Model(3.0)\n"
+                          "print(m.forward(np.array([-1.0, 2.0])).tolist(), m.other())"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.split() == ["[0.0,", "6.0]", "3.0"], run.stderr
+
+
 def test_target_imports_resolve_from_the_project(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
     write(tmp_path / "pkg" / "__init__.py", "")
