@@ -1,7 +1,8 @@
 """Guarded specialisation: a candidate that matches the reference on the inputs it was checked at but not
 at their edge variants may, where the project allows it (`specialise = true` for the target in
 redline.toml), be offered behind a guard: the target keeps its own code and dispatches to the candidate
-only for inputs identical in type, shape, dtype, device and strides (ints by value) to those verified.
+only for inputs keyed the same as those verified (sandbox/redline_worker/keys.py: arrays and tensors
+by type, shape, dtype, device and strides, numbers by value, a method's `self` by its attributes).
 
 The guarded code is a new candidate and goes through the whole gate and timing again: at the verified
 inputs it runs the specialised code, at every edge variant the original's.
@@ -22,10 +23,12 @@ KEY_FN = "_redline_input_key"
 def guarded(target: Target, code: str, verified: list[str]) -> str:
     """The candidate `code` renamed to `_<name>_specialised`, and the target as written with a guard at the
     top of its body that calls it for the `verified` input keys. Raises ValueError where the target
-    cannot be guarded (a method, no verified inputs, a candidate without the function)."""
-    name = target.qualname
-    if "." in name:
-        raise ValueError("only module-level functions can be guarded")
+    cannot be guarded (no verified inputs, a candidate without the function).
+
+    For a method the guard keys `self` too (by its type, as the worker keys a checked call) and the
+    specialised function takes it as its first argument: applied, the method stays in its class and the
+    rest goes to module level (target.apply_candidate), where the evaluator ran it."""
+    name = target.qualname.rsplit(".", 1)[-1]
     if not verified:
         raise ValueError("no verified inputs to guard")
     special = f"_{name}_specialised"  # recursive calls in it reach the guarded function: still right

@@ -87,6 +87,53 @@ def test_where_the_project_allows_specialising_the_candidate_is_offered_guarded(
     assert isinstance(applied.moving_average(rng.standard_normal(401), 8), np.ndarray)
 
 
+METHOD = """import numpy as np
+
+
+class Model:
+    def __init__(self, k):
+        self.k = k
+
+    def forward(self, xs):
+        n = xs.shape[0]
+        out = np.empty(n)
+        for i in range(n):
+            lo = max(0, i - self.k + 1)
+            out[i] = xs[lo:i + 1].sum() / (i + 1 - lo)
+        return out
+
+
+def get_inputs():
+    return [np.random.standard_normal(400)]
+
+
+def get_init_inputs():
+    return [8]
+"""
+
+
+def test_a_method_is_guarded_on_its_instance_and_its_arguments(tmp_path: Path) -> None:
+    """A KernelBench-style model whose forward is specialised for length 400 with the model's window
+    (8) baked in: the guard keys `self` by its attributes as well as the argument, so another model's
+    window, or another length, takes the original code; applied, the helpers sit at module level."""
+    (tmp_path / "ma.py").write_text(METHOD)
+    (tmp_path / "redline.toml").write_text('[targets."ma.py::Model.forward"]\nspecialise = true\n')
+    original = load(tmp_path / "ma.py", "original_model")
+    special = FOR_400.replace("def moving_average(xs, k):", "def forward(self, xs):").replace("idx - k", "idx - self.k")
+    got = run(tmp_path, f"{tmp_path / 'ma.py'}::Model.forward", {"for_400.py": special}, "--apply")
+    wrong, guard = got["for_400.py"], got["for_400.py+guarded"]
+    assert wrong["status"] == "incorrect" and wrong["correct_only_at"] == [
+        "Model(k=8); ndarray(400,) float64 cpu strides=(8,)"], wrong["correct_only_at"]
+    assert guard["status"] == "ok" and got["__winner__"]["id"] == guard["id"], guard["reason"]
+    applied = load(tmp_path / "ma.py", "applied_model")
+    rng = np.random.default_rng(3)
+    for k, xs in ((8, rng.standard_normal(400)), (8, rng.standard_normal(399)), (3, rng.standard_normal(400))):
+        np.testing.assert_allclose(applied.Model(k).forward(xs), original.Model(k).forward(xs))
+    applied._forward_specialised = lambda self, xs: "specialised"
+    assert applied.Model(8).forward(rng.standard_normal(400)) == "specialised"
+    assert isinstance(applied.Model(3).forward(rng.standard_normal(400)), np.ndarray)  # the window is keyed
+
+
 def load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -156,7 +203,7 @@ def test_a_guard_forwards_every_kind_of_argument_and_keys_tensors_by_strides(tmp
     cand = "def f(a, /, b, c=2, *rest, scale, **extra):\n    return ('special', a, b, c, rest, scale, extra)\n"
     x = torch.ones(4, 3)
     verified = call_key(target_fn(tmp_path / "f.py"), (x, 2.0, 5, 7), {"scale": 1, "z": 3})
-    assert verified == "Tensor(4, 3) torch.float32 cpu strides=(3, 1); float; 5; 7; scale=1; z=3"
+    assert verified == "Tensor(4, 3) torch.float32 cpu strides=(3, 1); 2.0; 5; 7; scale=1; z=3"
     (tmp_path / "f.py").write_text(apply_candidate(target, guarded(target, cand, [verified])))
     f = load(tmp_path / "f.py", "guarded_f").f
     assert f.__doc__ == "Doc."

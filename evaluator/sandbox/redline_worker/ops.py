@@ -9,7 +9,6 @@ from typing import Any
 
 from .codec import encode
 from .cuda import sync as _sync
-from .keys import call_key
 from .memory import aliases, buffers
 from .state import _isinstance, _type, candidate_threads, late_threads, state, violations
 from .subject import Subject, _Unpickler
@@ -85,8 +84,8 @@ def op_check(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         key = ""
         for rep in range(req["repeat"]):
             args, kwargs, fn = subject.inputs(seed)
-            if rep == 0 and subject.original is not None:
-                key = call_key(subject.original, args, kwargs)
+            if rep == 0:
+                key = subject.call_key(fn, args, kwargs)
             if state.cuda is not None:
                 state.cuda.sync()
                 if rep % 2:  # the second call behind a device-side wait: side streams that join it start late

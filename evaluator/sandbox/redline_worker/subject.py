@@ -15,6 +15,7 @@ import sys
 import types
 from typing import Any
 
+from .keys import call_key
 from .state import _type, state
 
 
@@ -157,6 +158,16 @@ class Subject:
     def recorded(self, index: int) -> dict[str, Any]:
         """A captured call's file: `call` (pickled arguments) and `outcome` (see inputs/store.py)."""
         return _Unpickler(self).loads(self.captured[index])
+
+    def call_key(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """The key of one call's inputs (keys.py) as the target's guard computes it: a method's with the
+        instance first, also where the call is of a bound method (a KernelBench model's forward)."""
+        if self.original is not None:
+            return call_key(self.original, args, kwargs)
+        instance = getattr(fn, "__self__", None)
+        if instance is not None and hasattr(fn, "__func__"):
+            return call_key(fn.__func__, (instance, *args), kwargs)
+        return ""
 
     def inputs(self, seed: int) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
         """Positional and keyword arguments for one call (fresh objects every time), and the callable.
