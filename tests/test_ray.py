@@ -131,6 +131,33 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     assert set(sandboxed_processes()) - others == set()
 
 
+def test_captured_calls_are_evaluated_on_the_cluster(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    """Calls captured from a real run (.redline is not shipped with the project) reach the workers: the
+    probe on the cluster finds which the reference reproduces (half of app.py's `weighted` calls read a
+    setting the program changed), the tasks use those, and a candidate wrong on them is named so."""
+    import sys
+
+    shutil.copy(TESTS / "captured" / "app.py", tmp_path / "app.py")
+    (tmp_path / "redline.toml").write_text("")
+    assert redline("capture", "--target", "app.py::weighted", "--", sys.executable, "app.py",
+                   cwd=tmp_path).returncode == 0
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "same.py").write_text("def weighted(values):\n    total = 0.0\n    for i, v in enumerate(values):\n"
+                                   "        total += v * (i + 1) if MODE == 'plain' else v\n    return total\n")
+    (cands / "flat.py").write_text("def weighted(values):\n    return float(sum(values))\n")
+    res = redline("optimise", "app.py::weighted", "--candidates", str(cands), "--no-builtin", "--backend", "ray",
+                  "--ray-address", cluster.address, "--json", str(tmp_path / "r.json"), cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["backend"] == "ray" and doc["inputs"]["source"] == "captured"
+    assert doc["inputs"]["calls"] == 20 and doc["inputs"]["excluded"] == 20, doc["inputs"]
+    got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
+    assert got["same.py"]["status"] in ("ok", "not_faster"), got["same.py"]["reason"]
+    assert got["flat.py"]["status"] == "incorrect" and "captured call" in got["flat.py"]["reason"]
+    assert all("node" in c["host"] for c in doc["candidates"])  # evaluated in Ray tasks
+
+
 def test_an_unreachable_cluster_is_one_clear_error(tmp_path: Path) -> None:
     target, cands = project(tmp_path, ["honest_vectorised.py"])
     t0 = time.monotonic()

@@ -1,7 +1,9 @@
 """Evaluations on a Ray cluster: each candidate's build, gate and timing is one Ray task.
 
 The project reaches the workers through Ray's runtime environment (`working_dir`, and `pip` when
-asked); redline itself must be installed in the workers' Python. On the worker, the task runs the
+asked); redline itself must be installed in the workers' Python. Captured calls (the project's
+.redline is not shipped) go once into Ray's object store and are written back into the unpacked
+project's store by each task, which uses the calls the probe found the reference reproduces. On the worker, the task runs the
 same `Evaluator` as a local run, with the same sandbox, against a baseline worker it starts on the
 same host: candidate and baseline are timed side by side on one device, interleaved.
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate import Evaluator
-from ..inputs.plan import InputPlan
+from ..inputs.plan import InputsInfo
 from ..models import CandidateResult, EvalSettings, Regression
 from ..regression import run_regression
 from ..sandbox import LocalBackend, default_python
@@ -37,8 +39,9 @@ EXCLUDES = [".git", ".venv", "venv", "node_modules", ".redline", "__pycache__", 
 
 
 # ------------------------------------------------------------------ on the worker
-def _on_worker(target: Target) -> Target:
-    """The target inside the project as Ray unpacked it (the task's working directory)."""
+def _on_worker(target: Target, store: dict[str, bytes] | None = None) -> Target:
+    """The target inside the project as Ray unpacked it (the task's working directory); captured calls
+    written back into the project's store there from `store` (the files .redline is not shipped with)."""
     root = Path.cwd()
 
     def moved(p: Path) -> Path:
@@ -47,11 +50,41 @@ def _on_worker(target: Target) -> Target:
     inputs = target.inputs
     if inputs.file is not None:
         inputs = dataclasses.replace(inputs, file=moved(inputs.file))
+    if inputs.store is not None and inputs.manifest is not None:
+        folder = moved(inputs.store)
+        _unpack(folder, store or {})
+        manifest = inputs.manifest.model_copy(update={"import_root": str(moved(Path(inputs.manifest.import_root)))})
+        inputs = dataclasses.replace(inputs, store=folder, manifest=manifest)
     here = dataclasses.replace(target, file=moved(target.file), inputs=inputs,
                                project_root=root)
     if hashlib.sha256(here.file.read_bytes()).hexdigest() != target.digest:
         raise TargetError(f"{target.file.name} on the worker differs from the one the run began with")
     return here
+
+
+def _unpack(folder: Path, files: dict[str, bytes]) -> None:
+    """Write a captured store's files into `folder`, each whole (written aside, then renamed: tasks on
+    one node share the unpacked project)."""
+    for name, data in files.items():
+        path = folder / name
+        if path.is_file() and path.stat().st_size == len(data):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{path.name}.{os.getpid()}")
+        part.write_bytes(data)
+        os.replace(part, path)
+
+
+def _store_files(target: Target) -> dict[str, bytes] | None:
+    """A captured store's manifest and call files, to send to the workers; None for other inputs."""
+    inputs = target.inputs
+    if inputs.kind != "captured" or inputs.store is None or inputs.manifest is None:
+        return None
+    if not Path(inputs.manifest.import_root).is_relative_to(target.project_root):
+        raise TargetError(f"the captured calls' module is imported from {inputs.manifest.import_root}, outside the "
+                          f"project ({target.project_root}) that the Ray workers receive: use --backend local")
+    names = ["manifest.json", *(c.file for c in inputs.manifest.calls)]
+    return {n: (inputs.store / n).read_bytes() for n in names}
 
 
 def _where() -> str:
@@ -60,15 +93,19 @@ def _where() -> str:
     return f"{socket.gethostname()} (node {ray.get_runtime_context().get_node_id()[:8]})"
 
 
-def probe_task(target: Target, settings: EvalSettings) -> dict[str, Any]:
-    ev = Evaluator(_on_worker(target), settings)
+def probe_task(target: Target, settings: EvalSettings, store: dict[str, bytes] | None) -> dict[str, Any]:
+    ev = Evaluator(_on_worker(target, store), settings)
     ev.close()
     return {"inputs": ev.inputs, "hardware": ev.hardware, "bound": ev.bound, "isolation": ev.isolation,
-            "where": _where()}
+            "where": _where(), "inputs_info": ev.plan.info().model_dump(),
+            "reproduced": (ev.plan.keys, ev.plan.excluded) if ev.plan.captured else None}
 
 
-def evaluate_task(target: Target, settings: EvalSettings, job: Job) -> dict[str, Any]:
-    ev = Evaluator(_on_worker(target), settings, probe=False)
+def evaluate_task(target: Target, settings: EvalSettings, job: Job, store: dict[str, bytes] | None,
+                  reproduced: tuple[list[int], dict[str, int]] | None) -> dict[str, Any]:
+    ev = Evaluator(_on_worker(target, store), settings, probe=False)
+    if reproduced is not None:  # the captured calls the probe found the reference reproduces
+        ev.plan.reproduced(*reproduced)
     try:
         result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach,
                              job.reference)
@@ -131,10 +168,7 @@ class RayPool(EvaluationPool):
         if target.inputs.file is not None and not target.inputs.file.is_relative_to(target.project_root):
             raise TargetError(f"{target.inputs.file}: with --backend ray the inputs file must be inside the project "
                               f"({target.project_root}), which is what the workers receive")
-        if target.inputs.kind == "captured":
-            raise TargetError("captured inputs are evaluated on this machine only: use --backend local, or define "
-                              "make_inputs(seed) for a Ray run")
-        self.inputs_info = InputPlan(target.inputs).info()
+        store = _store_files(target)
         if address and address != "auto":
             _reachable(address)
         runtime_env: dict[str, Any] = {"working_dir": str(target.project_root), "excludes": EXCLUDES}
@@ -161,10 +195,13 @@ class RayPool(EvaluationPool):
         self._load: dict[str, int] = dict.fromkeys(self.slots, 0)
         self._cancelled = False
         try:
-            info = self._call(probe_task, next(iter(self.slots)), target, settings)
+            self._store = ray.put(store) if store is not None else None  # sent once, read by every task
+            info = self._call(probe_task, next(iter(self.slots)), target, settings, self._store)
         except BaseException:
             ray.shutdown()
             raise
+        self.inputs_info = InputsInfo.model_validate(info["inputs_info"])
+        self._reproduced = info["reproduced"]
         self.inputs, self.hardware, self.bound = info["inputs"], info["hardware"], info["bound"]
         self.isolation = f"{info['isolation']}, on Ray workers"
         self.reference_hardware = info["hardware"]
@@ -212,7 +249,7 @@ class RayPool(EvaluationPool):
 
     def _launch(self, job: Job, attempt: int, avoid: str | None = None) -> None:
         node = self._pick(avoid)
-        ref = self._remote(evaluate_task, node).remote(self.target, self.settings, job)
+        ref = self._remote(evaluate_task, node).remote(self.target, self.settings, job, self._store, self._reproduced)
         self._load[node] = self._load.get(node, 0) + 1
         self._running[ref] = (job, node, attempt)
 
