@@ -27,7 +27,7 @@ from .proposers import Context, Proposal, Proposer
 from .proposers.builtin import torch_compile_code
 from .report import RunLog, id_order, interval, unified_diff
 from .specialise import guarded
-from .target import Target, TargetError, apply_candidate
+from .target import EditError, Target, TargetError, apply_candidate
 
 
 @dataclass
@@ -260,7 +260,11 @@ class Search:
             original = pool.regression(self.target, self.target.source, command)
         for cand in verified:
             assert cand.speedup is not None and cand.speedup_ci95 is not None
-            new_source = apply_candidate(self.target, cand.code)
+            try:
+                new_source = apply_candidate(self.target, cand.code)
+            except EditError as exc:
+                self.notes.append(f"{cand.id} is faster but cannot be written into the file ({exc}); not offered")
+                continue
             winner = Winner(id=cand.id, speedup=cand.speedup, speedup_ci95=cand.speedup_ci95,
                             diff=unified_diff(self.target, new_source))
             if not original.ran:

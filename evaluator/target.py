@@ -19,6 +19,10 @@ class TargetError(Exception):
     """The target or its inputs cannot be used (CLI exit 2)."""
 
 
+class EditError(TargetError):
+    """A candidate's code cannot be written into the target's file as a valid module."""
+
+
 class NoInputs(TargetError):
     """The target has no inputs yet: no --inputs, no make_inputs, no captured calls."""
 
@@ -244,20 +248,25 @@ def apply_candidate(target: Target, code: str) -> str:
     For a method, the candidate's definition of it replaces the method in its class and everything else
     the candidate defines (helpers, constants, kernels) goes to module level just above the class's
     top-level statement: where the evaluator ran it, in the candidate's module namespace, which is
-    what the method's bare names refer to."""
+    what the method's bare names refer to. `from __future__` imports go to the top of the module. The
+    result must compile: EditError otherwise, so nothing that does not is offered or written."""
     lines = target.source.splitlines(keepends=True)
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
     indent = first[:len(first) - len(first.lstrip())]
     tree = ast.parse(code)
     code_lines = code.splitlines(keepends=True)
-    imports, body, helpers = [], [], []
+    futures: list[str] = []
+    imports: list[str] = []
+    body: list[str] = []
+    helpers: list[str] = []
     method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
     for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if seg.strip() not in target.source:
-                imports.append(seg if seg.endswith("\n") else seg + "\n")
+                future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                (futures if future else imports).append(seg if seg.endswith("\n") else seg + "\n")
         elif method is None or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == method):
             body.append(seg)
         else:
@@ -273,7 +282,29 @@ def apply_candidate(target: Target, code: str) -> str:
     if imports:
         at = _after_imports(target.source)
         new = new[:at] + imports + new[at:]
-    return "".join(new)
+    if futures:
+        at = _after_docstring(target.source)
+        new = new[:at] + futures + new[at:]
+    text = "".join(new)
+    try:
+        compile(text, str(target.file), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise EditError(f"{target.file.name} with the candidate written in does not compile: {exc.msg} "
+                        f"(line {exc.lineno})")
+    return text
+
+
+def _after_docstring(source: str) -> int:
+    """The index of the line after the module's docstring and `from __future__` imports (0 if none)."""
+    last = 0
+    for node in ast.parse(source).body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and \
+            isinstance(node.value.value, str) and last == 0
+        if docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            last = node.end_lineno or last
+        else:
+            break
+    return last
 
 
 def _top_level_start(source: str, line: int) -> int:

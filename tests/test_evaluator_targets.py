@@ -87,6 +87,30 @@ def test_a_method_winner_with_helpers_applies_as_it_was_verified(tmp_path: Path)
     assert run.returncode == 0 and run.stdout.split() == ["[0.0,", "6.0]", "3.0"], run.stderr
 
 
+def test_a_winner_with_future_imports_applies_to_a_file_that_still_imports(tmp_path: Path) -> None:
+    """`from __future__` must open a module: a candidate's goes to the top (after the docstring), not
+    after the file's imports, where the accepted file would not import; and an edit that would not
+    compile is refused with the reason rather than written."""
+    import dataclasses
+
+    from redline.evaluator.target import EditError, apply_candidate, load_target
+
+    write(tmp_path / "m.py", '"""Doc."""\n' + REF)
+    cand = ("from __future__ import annotations\nimport math\n\n\n"
+            "def affine(x: np.ndarray, w) -> np.ndarray:\n    return x * w + math.cos(0.0)\n")
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {"v.py": cand}, "--apply")
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+    applied = (tmp_path / "m.py").read_text()
+    assert applied.startswith('"""Doc."""\nfrom __future__ import annotations\nimport numpy as np\nimport math\n')
+    run = subprocess.run([sys.executable, "-c", "import m, numpy as np; print(m.affine(np.ones(2), np.ones(2)))"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "[2. 2.]", run.stderr
+    target = load_target(f"{tmp_path / 'm.py'}::affine")
+    broken = dataclasses.replace(target, source=target.source + "\nvalue = (\n")
+    with pytest.raises(EditError, match=r"m\.py with the candidate written in does not compile"):
+        apply_candidate(broken, VECTOR)
+
+
 def test_target_imports_resolve_from_the_project(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
     write(tmp_path / "pkg" / "__init__.py", "")
