@@ -248,8 +248,10 @@ def apply_candidate(target: Target, code: str) -> str:
     For a method, the candidate's definition of it replaces the method in its class and everything else
     the candidate defines (helpers, constants, kernels) goes to module level just above the class's
     top-level statement: where the evaluator ran it, in the candidate's module namespace, which is
-    what the method's bare names refer to. `from __future__` imports go to the top of the module. The
-    result must compile: EditError otherwise, so nothing that does not is offered or written."""
+    what the method's bare names refer to. `from __future__` imports go to the top of the module. A
+    definition of a name the module already defines is dropped where it is the file's own, copied, and
+    is an EditError where it differs; so is a result that does not compile: nothing is offered or
+    written that would not behave as it did when verified."""
     lines = target.source.splitlines(keepends=True)
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
@@ -261,8 +263,18 @@ def apply_candidate(target: Target, code: str) -> str:
     body: list[str] = []
     helpers: list[str] = []
     method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
+    name = method or target.qualname
+    taken = {n for node in ast.parse(target.source).body for n in _bound(node)} - ({name} if method is None else set())
     for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
+        clash = sorted(_bound(node) & taken) if not (isinstance(node, ast.FunctionDef) and node.name == name) else []
+        if clash and seg.strip() in target.source:
+            continue  # the file's own definition, copied: it stays where it is
+        if clash:
+            # The evaluator ran the candidate's version for the target alone; written in, it would replace
+            # the file's for every caller in the module, which nothing verified.
+            raise EditError(f"the candidate defines {', '.join(clash)} differently from {target.file.name}, whose "
+                            "other code uses it too")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if seg.strip() not in target.source:
                 future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
@@ -292,6 +304,14 @@ def apply_candidate(target: Target, code: str) -> str:
         raise EditError(f"{target.file.name} with the candidate written in does not compile: {exc.msg} "
                         f"(line {exc.lineno})")
     return text
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The module-level names a statement defines (functions, classes, assigned names)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _after_docstring(source: str) -> int:

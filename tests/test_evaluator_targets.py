@@ -106,9 +106,28 @@ def test_a_winner_with_future_imports_applies_to_a_file_that_still_imports(tmp_p
                          cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "[2. 2.]", run.stderr
     target = load_target(f"{tmp_path / 'm.py'}::affine")
-    broken = dataclasses.replace(target, source=target.source + "\nvalue = (\n")
+    broken = dataclasses.replace(target, source=target.source + "\n\ndef g():\n    nonlocal q\n")  # parses, no compile
     with pytest.raises(EditError, match=r"m\.py with the candidate written in does not compile"):
         apply_candidate(broken, VECTOR)
+
+
+def test_a_winner_that_redefines_a_name_the_module_uses_is_not_offered(tmp_path: Path) -> None:
+    """The evaluator runs a candidate's helper for the target alone; written into the file it would
+    replace the module's own for every caller. A different definition of a name the file defines is not
+    offered (noted); the file's own definition copied into the candidate is left where it is."""
+    src = REF.replace("+ 1.0", "+ _shift()") + "\n\ndef _shift():\n    return 1.0\n\n\ndef other():\n    return _shift()\n"
+    write(tmp_path / "m.py", src)
+    redefined = "def affine(x, w):\n    return x * w + _shift()\n\n\ndef _shift():\n    return 2.0 - 1.0\n"
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {"redef.py": redefined})
+    assert doc["candidates"][0]["status"] == "ok", doc["candidates"][0]["reason"]
+    assert doc["winner"] is None
+    assert any("defines _shift differently from m.py" in n and "not offered" in n for n in doc["notes"]), doc["notes"]
+    copied = "def affine(x, w):\n    return x * w + _shift()\n\n\ndef _shift():\n    return 1.0\n"
+    (tmp_path / "cands" / "redef.py").unlink()
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {"copy.py": copied}, "--apply")
+    assert doc["winner"] is not None, doc["notes"]
+    applied = (tmp_path / "m.py").read_text()
+    assert applied.count("def _shift():") == 1 and "def affine(x, w):\n    return x * w + _shift()\n" in applied
 
 
 def test_target_imports_resolve_from_the_project(tmp_path: Path) -> None:
