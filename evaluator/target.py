@@ -256,33 +256,7 @@ def apply_candidate(target: Target, code: str) -> str:
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
     indent = first[:len(first) - len(first.lstrip())]
-    tree = ast.parse(code)
-    code_lines = code.splitlines(keepends=True)
-    futures: list[str] = []
-    imports: list[str] = []
-    body: list[str] = []
-    helpers: list[str] = []
-    method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
-    name = method or target.qualname
-    taken = {n for node in ast.parse(target.source).body for n in _bound(node)} - ({name} if method is None else set())
-    for node in tree.body:
-        seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
-        clash = sorted(_bound(node) & taken) if not (isinstance(node, ast.FunctionDef) and node.name == name) else []
-        if clash and seg.strip() in target.source:
-            continue  # the file's own definition, copied: it stays where it is
-        if clash:
-            # The evaluator ran the candidate's version for the target alone; written in, it would replace
-            # the file's for every caller in the module, which nothing verified.
-            raise EditError(f"the candidate defines {', '.join(clash)} differently from {target.file.name}, whose "
-                            "other code uses it too")
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if seg.strip() not in target.source:
-                future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-                (futures if future else imports).append(seg if seg.endswith("\n") else seg + "\n")
-        elif method is None or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == method):
-            body.append(seg)
-        else:
-            helpers.append(seg)
+    futures, imports, body, helpers = _placed(target, code)
     # Definitions are set apart as PEP 8 asks: two blank lines at module level, one inside a class.
     replacement = ("\n\n" if indent else "\n\n\n").join(b.rstrip("\n") for b in body) + "\n"
     if indent:
@@ -304,6 +278,39 @@ def apply_candidate(target: Target, code: str) -> str:
         raise EditError(f"{target.file.name} with the candidate written in does not compile: {exc.msg} "
                         f"(line {exc.lineno})")
     return text
+
+
+def _placed(target: Target, code: str) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The candidate's top-level statements by where apply_candidate puts them: `from __future__` imports,
+    other new imports, what replaces the target, and (for a method) what goes to module level."""
+    futures: list[str] = []
+    imports: list[str] = []
+    body: list[str] = []
+    helpers: list[str] = []
+    method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
+    name = method or target.qualname
+    taken = {n for node in ast.parse(target.source).body for n in _bound(node)} - ({name} if method is None else set())
+    code_lines = code.splitlines(keepends=True)
+    for node in ast.parse(code).body:
+        seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
+        is_target = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+        clash = [] if is_target else sorted(_bound(node) & taken)
+        if clash and seg.strip() in target.source:
+            continue  # the file's own definition, copied: it stays where it is
+        if clash:
+            # The evaluator ran the candidate's version for the target alone; written in, it would replace
+            # the file's for every caller in the module, which nothing verified.
+            raise EditError(f"the candidate defines {', '.join(clash)} differently from {target.file.name}, whose "
+                            "other code uses it too")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if seg.strip() not in target.source:
+                future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                (futures if future else imports).append(seg if seg.endswith("\n") else seg + "\n")
+        elif method is None or is_target:
+            body.append(seg)
+        else:
+            helpers.append(seg)
+    return futures, imports, body, helpers
 
 
 def _bound(node: ast.stmt) -> set[str]:
