@@ -256,20 +256,22 @@ def apply_candidate(target: Target, code: str) -> str:
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
     indent = first[:len(first) - len(first.lstrip())]
-    futures, imports, body, helpers = _placed(target, code)
+    module = ast.parse(target.source)
+    futures, imports, body, helpers = _placed(target, module, code)
     # Definitions are set apart as PEP 8 asks: two blank lines at module level, one inside a class.
     replacement = ("\n\n" if indent else "\n\n\n").join(b.rstrip("\n") for b in body) + "\n"
     if indent:
         replacement = textwrap.indent(replacement, indent)
     new = [*lines[:start], replacement, *lines[end:]]
+    # Each insertion is at or above the one before it, so the original file's line numbers still hold.
     if helpers:
-        at = _top_level_start(target.source, target.fn.line)
+        at = _top_level_start(module, target.fn.line)
         new = [*new[:at], "\n\n\n".join(h.rstrip("\n") for h in helpers) + "\n\n\n", *new[at:]]
     if imports:
-        at = _after_imports(target.source)
+        at = _prologue_end(module, futures_only=False)
         new = new[:at] + imports + new[at:]
     if futures:
-        at = _after_docstring(target.source)
+        at = _prologue_end(module, futures_only=True)
         new = new[:at] + futures + new[at:]
     text = "".join(new)
     try:
@@ -280,7 +282,7 @@ def apply_candidate(target: Target, code: str) -> str:
     return text
 
 
-def _placed(target: Target, code: str) -> tuple[list[str], list[str], list[str], list[str]]:
+def _placed(target: Target, module: ast.Module, code: str) -> tuple[list[str], list[str], list[str], list[str]]:
     """The candidate's top-level statements by where apply_candidate puts them: `from __future__` imports,
     other new imports, what replaces the target, and (for a method) what goes to module level."""
     futures: list[str] = []
@@ -289,7 +291,7 @@ def _placed(target: Target, code: str) -> tuple[list[str], list[str], list[str],
     helpers: list[str] = []
     method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
     name = method or target.qualname
-    taken = {n for node in ast.parse(target.source).body for n in _bound(node)} - ({name} if method is None else set())
+    taken = {n for node in module.body for n in _bound(node)} - ({name} if method is None else set())
     code_lines = code.splitlines(keepends=True)
     for node in ast.parse(code).body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
@@ -321,36 +323,25 @@ def _bound(node: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-def _after_docstring(source: str) -> int:
-    """The index of the line after the module's docstring and `from __future__` imports (0 if none)."""
-    last = 0
-    for node in ast.parse(source).body:
-        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and \
-            isinstance(node.value.value, str) and last == 0
-        if docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-            last = node.end_lineno or last
-        else:
-            break
-    return last
-
-
-def _top_level_start(source: str, line: int) -> int:
+def _top_level_start(module: ast.Module, line: int) -> int:
     """The index of the first line (decorators included) of the module-level statement holding `line`."""
-    for node in ast.parse(source).body:
+    for node in module.body:
         if node.lineno <= line <= (node.end_lineno or node.lineno):
             decorators = getattr(node, "decorator_list", [])
             return (decorators[0].lineno if decorators else node.lineno) - 1
     return line - 1
 
 
-def _after_imports(source: str) -> int:
-    tree = ast.parse(source)
+def _prologue_end(module: ast.Module, futures_only: bool) -> int:
+    """The index of the line after the module's docstring and the imports that open it (only its
+    `from __future__` imports where `futures_only`); 0 where it opens with neither."""
     last = 0
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+    for node in module.body:
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        docstring = last == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and \
+            isinstance(node.value.value, str)
+        if docstring or future or (not futures_only and isinstance(node, (ast.Import, ast.ImportFrom))):
             last = node.end_lineno or last
-        elif isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and last == 0:
-            last = node.end_lineno or 0
         else:
             break
     return last
