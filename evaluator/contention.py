@@ -2,7 +2,7 @@
 
 Thread pools that spin while they wait (OpenMP in torch and inductor's C++ kernels, OpenBLAS) fall
 apart when they hold more threads than there are free cores: a thread that waits at a barrier for a
-partner the scheduler has parked burns its slice, and a call that takes 0.3 ms alone takes 5-75 ms.
+partner the scheduler has parked burns its slice, and a call that takes 0.3 ms alone takes up to 75 ms.
 Timing in that state measures the scheduler, not the code. So where other processes keep cores busy,
 the workers' pools are sized to the cores left (OMP_NUM_THREADS, which torch, OpenMP and the BLAS
 libraries read), the same for both sides, and the report says so.
@@ -55,7 +55,8 @@ def thread_cap(cores: int, busy: float | None) -> int | None:
 
 def pool_threads() -> tuple[int | None, str]:
     """The workers' thread count for CPU timing on this machine now, and the report's note on it;
-    (None, "") where the user set OMP_NUM_THREADS, or nothing else is running."""
+    (None, "") where OMP_NUM_THREADS is set already (by the user, or by Ray for its workers), or
+    nothing else is running."""
     if "OMP_NUM_THREADS" in os.environ:
         return None, ""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

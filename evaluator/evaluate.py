@@ -67,10 +67,7 @@ class Evaluator:
         self.hardware = ""
         self.bound = ""  # on CUDA: launch-bound, memory-bound or compute-bound (see bound_of)
         self.notes: list[str] = []  # what the report should say about how the workers ran
-        self.threads: int | None = None  # the workers' OMP_NUM_THREADS on a busy machine (contention.py)
-        if settings.device == "cpu" and probe:
-            self.threads, note = pool_threads()
-            self.notes += [note] if note else []
+        self.threads: int | None = None  # the workers' OMP_NUM_THREADS on a busy machine (set by probe)
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
         self._active: list[Worker] = []
@@ -93,7 +90,11 @@ class Evaluator:
     # ------------------------------------------------------------ the target
     def probe(self) -> None:
         """Load the target once in the sandbox: it must load, its inputs and hardware are described, and
-        captured calls are narrowed to those it reproduces."""
+        captured calls are narrowed to those it reproduces. On the CPU the machine's other load is read
+        first: every worker of the run gets the same thread pools (contention.py)."""
+        if self.settings.device == "cpu":
+            self.threads, note = pool_threads()
+            self.notes += [note] if note else []
         probe = self.backend.start({**self._spec(None, trusted=True), "describe": True}, self.python,
                                    self.settings.limits)
         ch = Channel(probe, "the reference", self.settings.limits.wall_s)

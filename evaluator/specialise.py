@@ -25,7 +25,7 @@ def guarded(target: Target, code: str, verified: list[str]) -> str:
     top of its body that calls it for the `verified` input keys. Raises ValueError where the target
     cannot be guarded (no verified inputs, a candidate without the function).
 
-    For a method the guard keys `self` too (by its type, as the worker keys a checked call) and the
+    For a method the guard keys `self` too (by its attributes, as the worker keys a checked call) and the
     specialised function takes it as its first argument: applied, the method stays in its class and the
     rest goes to module level (target.apply_candidate), where the evaluator ran it."""
     name = target.qualname.rsplit(".", 1)[-1]

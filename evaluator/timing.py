@@ -43,16 +43,17 @@ class FirstSeen:
         """The weighted ratio of total times and its bootstrap interval over the calls."""
         return total_ratio_ci(self.ref, self.cand, self.weights)
 
-    def lowers(self, seen: Verdict) -> bool:
+    def lowers(self, seen: Verdict, margin: float = 1.0) -> bool:
         """Significantly slower than the repeated rounds `seen`: the first-seen interval lies wholly below
-        theirs. Single calls on a busy machine can be slow by chance, so a pair whose figure lowers the
-        verdict is measured again in a fresh pair and the higher figure counts (Evaluator._first_seen_of)."""
-        return self.speedup[1][1] < seen.fields["speedup_ci95"][0]
+        theirs (below 1/`margin` of their lower bound). Single calls on a busy machine can be slow by
+        chance, so a pair whose figure lowers the verdict is measured again in a fresh pair and the higher
+        figure counts (Evaluator._first_seen_of)."""
+        return self.speedup[1][1] * margin < seen.fields["speedup_ci95"][0]
 
     def remembers(self, seen: Verdict) -> bool:
         """Clearly faster on calls run before than on calls first seen: the first-seen interval lies
         below two thirds of the repeated rounds' lower bound."""
-        return self.speedup[1][1] * 1.5 < seen.fields["speedup_ci95"][0]
+        return self.lowers(seen, margin=1.5)
 
 
 @dataclass

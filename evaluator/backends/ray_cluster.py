@@ -3,9 +3,10 @@
 The project reaches the workers through Ray's runtime environment (`working_dir`, and `pip` when
 asked); redline itself must be installed in the workers' Python. Captured calls (the project's
 .redline is not shipped) go once into Ray's object store and are written back into the unpacked
-project's store by each task, which uses the calls the probe found the reference reproduces. On the worker, the task runs the
-same `Evaluator` as a local run, with the same sandbox, against a baseline worker it starts on the
-same host: candidate and baseline are timed side by side on one device, interleaved.
+project's store by each task, which uses the calls the probe found the reference reproduces. On the
+worker, the task runs the same `Evaluator` as a local run, with the same sandbox, against a baseline
+worker it starts on the same host: candidate and baseline are timed side by side on one device,
+interleaved. (Ray sizes its workers' thread pools itself: OMP_NUM_THREADS, to the task's CPUs.)
 
 Each task is pinned to a node the pool chose, with the resources a timing needs: a whole GPU for
 CUDA targets (a timing never shares its GPU), one CPU otherwise. The pool keeps at most one task
