@@ -133,8 +133,10 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
 
 def test_captured_calls_are_evaluated_on_the_cluster(cluster: LocalRayCluster, tmp_path: Path) -> None:
     """Calls captured from a real run (.redline is not shipped with the project) reach the workers: the
-    probe on the cluster finds which the reference reproduces (half of app.py's `weighted` calls read a
-    setting the program changed), the tasks use those, and a candidate wrong on them is named so."""
+    probe on the cluster finds which the reference reproduces (app.py's `weighted` calls on lists longer
+    than 20 came after the program changed a setting), and every task judges by those alone, as a
+    local run does: a candidate that differs only on the excluded calls passes, one wrong on the
+    reproduced calls is named so."""
     import sys
 
     shutil.copy(TESTS / "captured" / "app.py", tmp_path / "app.py")
@@ -146,6 +148,8 @@ def test_captured_calls_are_evaluated_on_the_cluster(cluster: LocalRayCluster, t
     (cands / "same.py").write_text("def weighted(values):\n    total = 0.0\n    for i, v in enumerate(values):\n"
                                    "        total += v * (i + 1) if MODE == 'plain' else v\n    return total\n")
     (cands / "flat.py").write_text("def weighted(values):\n    return float(sum(values))\n")
+    (cands / "short_only.py").write_text("def weighted(values):\n    if len(values) > 20:\n        return 0.0\n"
+                                         "    return sum((v * (i + 1) for i, v in enumerate(values)), 0.0)\n")
     res = redline("optimise", "app.py::weighted", "--candidates", str(cands), "--no-builtin", "--backend", "ray",
                   "--ray-address", cluster.address, "--json", str(tmp_path / "r.json"), cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -155,6 +159,7 @@ def test_captured_calls_are_evaluated_on_the_cluster(cluster: LocalRayCluster, t
     got = {c["origin"].removeprefix("file:"): c for c in doc["candidates"]}
     assert got["same.py"]["status"] in ("ok", "not_faster"), got["same.py"]["reason"]
     assert got["flat.py"]["status"] == "incorrect" and "captured call" in got["flat.py"]["reason"]
+    assert got["short_only.py"]["status"] in ("ok", "not_faster"), got["short_only.py"]["reason"]
     assert all("node" in c["host"] for c in doc["candidates"])  # evaluated in Ray tasks
 
 
