@@ -157,3 +157,47 @@ def test_the_worker_clock_is_checked_against_the_kernels_count_not_the_harness_w
     with pytest.raises(Rejected, match="patched timer") as exc:
         timing._candidate_rules(Counters(), honest, 1.0, main_cpu=0.06)  # type: ignore[arg-type]
     assert exc.value.status == "rejected_exploit" and "0.0600s of CPU" in exc.value.reason
+
+
+class _ScriptedWorker:
+    """The candidate's side of `Timing._candidate_rules`, with the worker process's CPU count scripted:
+    the gaps between real batches last what the scheduler gives them, so a real worker cannot show a
+    chosen amount of work in a chosen gap on every run."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def own_cpu_seconds(self) -> float:
+        return self.cpu
+
+
+def _gaps(idle: list[float], trusted: bool = False) -> list[str]:
+    """Batches of 0.02 s CPU with `idle` s of CPU in the gap before each; the rules' verdict per batch."""
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.protocol import TimeReply
+    from redline.evaluator.timing import Timing
+    from redline.evaluator.verdict import Rejected
+
+    timing = Timing(EvalSettings(), plan=None, gate=None, trusted=trusted)  # type: ignore[arg-type]
+    worker, seen = _ScriptedWorker(), []
+    for gap in idle:
+        worker.cpu += gap
+        before = worker.cpu
+        worker.cpu += 0.02
+        try:
+            timing._candidate_rules(worker, TimeReply(op="time", worker_s=0.02, batch_s=0.02), before, 0.02)  # type: ignore[arg-type]
+            seen.append("ok")
+        except Rejected as e:
+            seen.append(e.reason)
+            break
+    return seen
+
+
+def test_work_between_batches_rejects_when_it_recurs_not_when_a_library_settles_once() -> None:
+    # One gap with work (a compiler's last step) passes; work in every gap (handed off by the calls) rejects
+    # at the second, naming both amounts.
+    assert _gaps([0, 0.3, 0, 0, 0, 0]) == ["ok"] * 6
+    seen = _gaps([0, 0.08, 0, 0.09, 0, 0])
+    assert seen[:3] == ["ok"] * 3 and "0.080s, 0.090s of CPU while idle" in seen[3] and len(seen) == 4
+    assert _gaps([0, 0.04, 0.04, 0.04]) == ["ok"] * 4  # below the floor: a worker's own housekeeping
+    assert _gaps([0, 0.3, 0.3, 0.3], trusted=True) == ["ok"] * 4  # redline's own proposers are not audited

@@ -41,15 +41,15 @@ EXPECT: dict[str, tuple[set[str], str | tuple[str, ...]]] = {
 }
 
 
-def candidates_on_gelu_bias(work: Path, folder: str, budget: int, timeout: int) -> dict:
-    """The file candidates of tests/gpu/`folder` through the CLI on ops.py's gelu_bias: each by file name,
-    and the report as `__report__` (kept in OUT for the device run's record)."""
+def candidates_on_gelu_bias(work: Path, folder: Path, budget: int, timeout: int) -> dict:
+    """The file candidates in `folder` through the CLI on ops.py's gelu_bias: each by file name, and the
+    report as `__report__` (kept in OUT for the device run's record)."""
     shutil.copy(GPU_TESTS / "ops.py", work / "ops.py")
-    report = work / f"{folder}.json"
+    report = work / f"{folder.name}.json"
     res = redline("optimise", f"{work / 'ops.py'}::gelu_bias", "--device", "cuda", "--candidates",
-                  str(GPU_TESTS / folder), "--no-builtin", "--budget", str(budget), "--timeout", str(timeout),
+                  str(folder), "--no-builtin", "--budget", str(budget), "--timeout", str(timeout),
                   "--json", str(report), cwd=work, timeout=1800)
-    shutil.copy(report, OUT / f"gpu_{folder}_report.json") if report.exists() else None
+    shutil.copy(report, OUT / f"gpu_{folder.name}_report.json") if report.exists() else None
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(report.read_text())
     return {c["origin"].removeprefix("file:"): c for c in doc["candidates"]} | {"__report__": doc}
@@ -57,7 +57,7 @@ def candidates_on_gelu_bias(work: Path, folder: str, budget: int, timeout: int) 
 
 @pytest.fixture(scope="module")
 def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return candidates_on_gelu_bias(tmp_path_factory.mktemp("gpu"), "candidates", 20, 120)
+    return candidates_on_gelu_bias(tmp_path_factory.mktemp("gpu"), GPU_TESTS / "candidates", 20, 120)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
@@ -140,7 +140,7 @@ CHECKED = {
 
 
 def test_sanitizer_edge_shapes_and_honest_compiling_candidates(tmp_path: Path) -> None:
-    got = candidates_on_gelu_bias(tmp_path, "checked", 10, 300)
+    got = candidates_on_gelu_bias(tmp_path, GPU_TESTS / "checked", 10, 300)
     doc = got["__report__"]
     for name, (statuses, words) in CHECKED.items():
         assert got[name]["status"] in statuses and words in got[name]["reason"], (name, got[name]["reason"])
@@ -173,3 +173,24 @@ def test_a_hand_written_attention_becomes_sdpa_on_the_gpu(tmp_path: Path) -> Non
     assert first["origin"] == "builtin:idioms" and "is_causal=True" in first["code"]
     assert first["status"] == "ok" and first["speedup"] > 3, first["reason"]
     assert doc["winner"] is not None and "scaled_dot_product_attention" in doc["winner"]["diff"]
+
+
+RACING_GPU = ("side_stream.py", "side_stream_unjoined.py", "side_stream_head_start.py", "side_stream_joined.py")
+
+
+def test_racing_stream_verdicts_are_the_same_on_every_run(tmp_path: Path) -> None:
+    """The stream cheats that race the harness (and the honest joined stream) five times each in one run:
+    every copy gets the same verdict, because the harness waits on the device before each check."""
+    cands = tmp_path / "racing"
+    cands.mkdir()
+    for name in RACING_GPU:
+        for i in range(5):
+            (cands / f"{Path(name).stem}_{i}.py").write_text((GPU_TESTS / "candidates" / name).read_text() + f"# copy {i}\n")
+    got = candidates_on_gelu_bias(tmp_path, cands, 30, 120)
+    for name in RACING_GPU:
+        statuses, words = EXPECT[name]
+        runs = [got[f"{Path(name).stem}_{i}.py"] for i in range(5)]
+        alternatives = (words,) if isinstance(words, str) else words
+        assert all(r["status"] in statuses and any(w in r["reason"] for w in alternatives) for r in runs), \
+            [(r["status"], r["reason"]) for r in runs]
+        assert len({r["status"] for r in runs}) == 1, [r["status"] for r in runs]
