@@ -33,7 +33,7 @@ gpu-tests)
 sanitizer)
   d=/tmp/proof/sanitizer
   mkdir -p "$d"
-  for pair in memcheck:oob_write memcheck:shared_race racecheck:shared_race memcheck:clean racecheck:clean; do
+  for pair in memcheck:oob_write memcheck:shared_race racecheck:shared_race memcheck:clean racecheck:clean initcheck:clean; do
     tool=${pair%%:*}
     name=${pair#*:}
     src=tests/gpu/checked/$name.py
