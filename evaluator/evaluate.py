@@ -20,8 +20,8 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from .contention import pool_threads
 from .gate import Gate
@@ -50,6 +50,13 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.machine() or "unknown CPU"
+
+
+class Pair(Protocol):
+    """Starts a fresh candidate worker and a fresh baseline worker; `first_seen`: the candidate's on a
+    build of its own (see Evaluator._build)."""
+
+    def __call__(self, first_seen: bool = False) -> tuple[Channel, Channel]: ...
 
 
 class Evaluator:
@@ -150,7 +157,9 @@ class Evaluator:
             raise TargetError(str(exc))
 
     # ------------------------------------------------------------ the workers
-    def _spec(self, candidate: str | None, trusted: bool) -> dict[str, Any]:
+    def _spec(self, candidate: str | None, trusted: bool, build: str | None = None) -> dict[str, Any]:
+        """What a worker runs. Its compiler caches: the trusted code's shared one (_compile_cache), the
+        candidate's `build` (the one evaluation's, see evaluate), or else the worker's own scratch."""
         t = self.target
         module, sys_path = t.module_name, [str(t.project_root), str(t.file.parent)]
         manifest = t.inputs.manifest
@@ -161,7 +170,7 @@ class Evaluator:
                 "inputs": self.plan.worker_spec(), "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
-                **({"compile_cache": self._compile_cache(candidate)} if trusted else {})}
+                **({"compile_cache": self._compile_cache(candidate) if trusted else build} if trusted or build else {})}
 
     def _compile_cache(self, candidate: str | None) -> str:
         """The compiler cache of one trusted code (the target's, or one built-in variant's): shared by
@@ -169,12 +178,24 @@ class Evaluator:
         never between variants: a variant's tuned artefacts must not reach the head-to-head's plain
         torch.compile. Code in inductor's multi-kernel mode gets a fresh cache for every worker:
         compiling it again from a warm cache makes inductor raise (the trust model's Sandbox)."""
-        if self._cache is None:
-            self._cache = tempfile.mkdtemp(prefix="redline-compile-")
         key = hashlib.sha256(candidate.encode()).hexdigest()[:16] if candidate is not None else "target"
         if candidate is not None and "multi_kernel" in candidate:
             key += "-" + uuid.uuid4().hex[:8]
-        path = os.path.join(self._cache, key)
+        return self._cache_dir(key)
+
+    def _build(self, code: str) -> str | None:
+        """A candidate's build: the compiler caches (inductor, Triton with its autotuning choices,
+        torch's inline extensions) that the workers of one evaluation of it share, at one path, so a
+        kernel compiled and tuned in its first worker is loaded, not built again, by its second pair,
+        compute-sanitizer's and Nsight Compute's workers. Never shared between candidates or with the
+        reference, nor with a pair that times calls as first seen (see _first_seen_of); none for
+        inductor's multi-kernel mode (see _compile_cache)."""
+        return None if "multi_kernel" in code else self._cache_dir("build-" + uuid.uuid4().hex[:12])
+
+    def _cache_dir(self, name: str) -> str:
+        if self._cache is None:
+            self._cache = tempfile.mkdtemp(prefix="redline-compile-")
+        path = os.path.join(self._cache, name)
         os.makedirs(path, mode=0o700, exist_ok=True)
         return path
 
@@ -186,8 +207,9 @@ class Evaluator:
             env["TRITON_INTERPRET"] = "1"
         return env
 
-    def _start(self, candidate: str | None, trusted: bool, who: str) -> Channel:
-        worker = self._track(self.backend.start(self._spec(candidate, trusted), self.python, self.settings.limits))
+    def _start(self, candidate: str | None, trusted: bool, who: str, build: str | None = None) -> Channel:
+        worker = self._track(self.backend.start(self._spec(candidate, trusted, build), self.python,
+                                                self.settings.limits))
         return Channel(worker, who, self.settings.limits.wall_s)
 
     def _track(self, worker: Worker) -> Worker:
@@ -236,8 +258,10 @@ class Evaluator:
             return CandidateResult(status="infra_error", reason="cancelled before it ran", **base)
         started = time.perf_counter()
         baseline = reference if reference is not None else self._reference_code
+        build = None if trusted else self._build(code)
         try:
-            result = self._stages(lambda: self._pair(code, trusted, baseline), base, trusted)
+            result = self._stages(lambda first_seen=False: self._pair(code, trusted, baseline, None if first_seen else build),
+                                  base, trusted)
             result.eval_s = time.perf_counter() - started
             result.host = HOST
             if result.median_s is not None:
@@ -251,7 +275,7 @@ class Evaluator:
         # one that passed it before (a head-to-head's speedup is against another baseline).
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.sanitize and \
                 reference is None and (result.speedup or 0.0) >= self._sanitized:
-            result.sanitizer, unsafe = self.sanitize(code, trusted)
+            result.sanitizer, unsafe = self.sanitize(code, trusted, build)
             if unsafe is not None:
                 return result.model_copy(update={"status": unsafe.status, "reason": unsafe.reason})
             self._sanitized = result.speedup or 0.0
@@ -261,15 +285,15 @@ class Evaluator:
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
                 reference is None and (result.speedup or 0.0) >= self._leading:
             self._leading = result.speedup or 0.0
-            result.kernel_profile = self.profile_kernels(code, trusted)
+            result.kernel_profile = self.profile_kernels(code, trusted, build)
             result.eval_s = time.perf_counter() - started
         return result
 
-    def _pair(self, code: str, trusted: bool, baseline: str | None) -> tuple[Channel, Channel]:
-        """A fresh candidate worker and a fresh baseline worker."""
-        return self._start(code, trusted, "the candidate"), self._start(baseline, True, "the reference")
+    def _pair(self, code: str, trusted: bool, baseline: str | None, build: str | None) -> tuple[Channel, Channel]:
+        """A fresh candidate worker (on the candidate's `build`, where given) and a fresh baseline worker."""
+        return self._start(code, trusted, "the candidate", build), self._start(baseline, True, "the reference")
 
-    def _stages(self, pair: Callable[[], tuple[Channel, Channel]], base: dict[str, Any],
+    def _stages(self, pair: Pair, base: dict[str, Any],
                 trusted: bool) -> CandidateResult:
         """The candidate's verdict, stage by stage; the first stage that rejects it decides. A winner by
         less than `confirm_below` is timed again in a second pair of fresh workers (below)."""
@@ -324,13 +348,13 @@ class Evaluator:
         return ref_load.gpu
 
     def _first_seen_of(self, timing: Timing, seen: Verdict, first: FirstSeen,
-                       pair: Callable[[], tuple[Channel, Channel]], cands: list[Channel]) -> FirstSeen:
+                       pair: Pair, cands: list[Channel]) -> FirstSeen:
         """The first-seen timing to judge by. One that would lower the verdict (FirstSeen.lowers) is taken
         again in a fresh pair of workers, since single calls on a busy machine can be slow by chance,
         and the higher of the two counts; the candidate `remembers` results only where both say so."""
         if not first.lowers(seen):
             return first
-        cand, ref = pair()
+        cand, ref = pair(True)  # on a build of its own: nothing the first pair's calls left in one
         cands.append(cand)
         self._load(cand, ref)
         again = self._first_seen(timing, cand, ref)
@@ -346,7 +370,7 @@ class Evaluator:
                 self.gate.check(cand, ref)
             raise
 
-    def sanitize(self, code: str, trusted: bool) -> tuple[str, Rejected | None]:
+    def sanitize(self, code: str, trusted: bool, build: str | None = None) -> tuple[str, Rejected | None]:
         """compute-sanitizer's tools (sanitizer.py) on `code` in sandboxed workers, one fresh input each:
         what ran (or why nothing did), and the rejection a reported error means."""
         tool_path = sanitizer_path()
@@ -356,7 +380,8 @@ class Evaluator:
         for tool in tools_for(code):
             # Each tensor its own allocation: a write past a tensor inside one of the caching allocator's
             # blocks is invisible to the tool.
-            with self._under(code, trusted, sanitizer_prefix(tool_path, tool), {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}) \
+            with self._under(code, trusted, sanitizer_prefix(tool_path, tool), {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+                             build) \
                     as worker:
                 try:
                     self._profiled(worker, f"the candidate under compute-sanitizer {tool}", 1)
@@ -373,12 +398,12 @@ class Evaluator:
             passed.append(tool)
         return f"{', '.join(passed)}: no errors", None
 
-    def profile_kernels(self, code: str | None, trusted: bool) -> KernelProfile | None:
+    def profile_kernels(self, code: str | None, trusted: bool, build: str | None = None) -> KernelProfile | None:
         """Nsight Compute on `code`'s kernels in a sandboxed worker; None where ncu is missing or fails."""
         ncu = ncu_path()
         if ncu is None:
             return None
-        with self._under(code, trusted, ncu_prefix(ncu)) as worker:
+        with self._under(code, trusted, ncu_prefix(ncu), build=build) as worker:
             try:
                 if not self._profiled(worker, "the candidate under ncu", 2):
                     return None
@@ -389,9 +414,9 @@ class Evaluator:
 
     @contextlib.contextmanager
     def _under(self, code: str | None, trusted: bool, prefix: tuple[str, ...],
-               env: dict[str, str] | None = None) -> Iterator[Worker]:
+               env: dict[str, str] | None = None, build: str | None = None) -> Iterator[Worker]:
         """A sandboxed worker of `code` run under a tool (`prefix`: compute-sanitizer, ncu), closed after."""
-        spec = self._spec(code, trusted)
+        spec = self._spec(code, trusted, build)
         spec["env"] = {**spec["env"], **(env or {})}
         worker = self._track(self.backend.start(spec, self.python, self.settings.limits, prefix=prefix))
         try:

@@ -367,3 +367,53 @@ def test_first_seen_calls_decide_only_where_significantly_slower_and_remembering
     rej = remembered(memo, [slower, slower])
     assert rej.status == "rejected_exploit" and "2 pairs of fresh workers" in rej.reason
     assert "remembers results by their arguments" in rej.reason
+
+
+INLINE_CPP = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+# Honest: the loop in C++, built by torch's inline extensions when the module is imported.
+_ext = load_inline("redline_affine", cpp_sources=r"""
+#include <torch/extension.h>
+torch::Tensor affine(torch::Tensor x, torch::Tensor w) {
+    auto xc = x.contiguous(), wc = w.contiguous();
+    auto out = torch::empty_like(xc);
+    const double *px = xc.data_ptr<double>(), *pw = wc.data_ptr<double>();
+    double *po = out.data_ptr<double>();
+    for (int64_t i = 0; i < xc.numel(); ++i) po[i] = px[i] * pw[i] + 1.0;
+    return out;
+}
+""", functions=["affine"])
+
+
+def affine(x, w):
+    return _ext.affine(torch.from_numpy(x), torch.from_numpy(w)).numpy()
+'''
+
+
+def test_a_candidate_is_built_once_per_evaluation_and_its_later_workers_load_the_build() -> None:
+    """An inline C++ extension (built by a compiler at import): its first worker builds it into the
+    evaluation's build, the second pair's worker loads it from there (torch rebuilds an extension
+    whose build directory moved, so the build keeps one path); never the reference's, nor the next
+    evaluation's."""
+    pytest.importorskip("torch")
+    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.target import load_target
+
+    adv = Path(__file__).parent / "adversarial"
+    ev = Evaluator(load_target(f"{adv / 'target.py'}::affine"), EvalSettings(confirm_below=1e9))
+    builds: list[str] = []
+    start = ev.backend.start
+    ev.backend.start = lambda spec, *a, **k: builds.append(spec.get("compile_cache")) or start(spec, *a, **k)  # type: ignore[method-assign]
+    try:
+        r = ev.evaluate("v", INLINE_CPP, "test")
+        assert r.status == "ok" and "the lower of two pairs of fresh workers" in r.reason, (r.status, r.reason, r.error_tail)
+        cand = builds[0::2]  # each pair starts the candidate's worker first
+        assert len(cand) == 2 and cand[0] == cand[1] and cand[0] != builds[1], builds
+        log = Path(cand[0], "torch_extensions", "redline_affine", ".ninja_log").read_text().splitlines()
+        assert len([line for line in log if line.endswith(".so") or ".so\t" in line]) == 1, log
+        assert ev._build(INLINE_CPP) not in cand  # the next evaluation of the same code builds afresh
+    finally:
+        ev.close()

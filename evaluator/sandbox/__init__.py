@@ -44,6 +44,13 @@ class WorkerTimeout(Exception):
     """A request passed its deadline; the worker's process group has been killed."""
 
 
+def compiler_caches(root: str) -> dict[str, str]:
+    """The environment that puts inductor's, Triton's (with its autotuners' choices) and torch's inline
+    extensions' build caches under `root`."""
+    return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"), "TRITON_CACHE_DIR": os.path.join(root, "triton"),
+            "TRITON_CACHE_AUTOTUNING": "1", "TORCH_EXTENSIONS_DIR": os.path.join(root, "torch_extensions")}
+
+
 def clean_env(extra: dict[str, str] | None = None, scratch: str = "/tmp") -> dict[str, str]:
     """The parent's environment without anything that looks like a secret."""
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
@@ -51,8 +58,7 @@ def clean_env(extra: dict[str, str] | None = None, scratch: str = "/tmp") -> dic
                 "PYTHONHASHSEED": "0", "NUMBA_CACHE_DIR": scratch,
                 # Compiler caches live in the worker's scratch: never the user's (a parent that ran
                 # torch.compile exports its cache directory), never shared between candidates.
-                "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor"),
-                "TRITON_CACHE_DIR": os.path.join(scratch, "triton")})
+                **compiler_caches(scratch)})
     env.pop("PYTHONSTARTUP", None)
     env.update(extra or {})
     return env
@@ -370,17 +376,16 @@ class LocalBackend(ExecutionBackend):
         stderr_path = scratch / ".stderr"
         visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
         gpu = spec.get("device") == "cuda"
-        # Trusted workers (the reference, built-in torch.compile and Triton variants) of one evaluator
-        # share a compiler cache, so a variant compiled and autotuned once is not compiled again for
-        # its Nsight Compute run or as the head-to-head baseline; candidates keep theirs in scratch.
+        # The compiler caches shared by the workers of one trusted code (the reference, a built-in
+        # variant) or of one evaluation of a candidate (Evaluator._build), at one path, so what the
+        # first compiled and tuned the next ones load; else the worker's own scratch (clean_env).
         cache = spec.get("compile_cache")
         writable: tuple[str, ...] = ()
         env: dict[str, str] = {}
         if cache:
             os.makedirs(cache, mode=0o700, exist_ok=True)
             writable = (cache,)
-            env = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
-                   "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
+            env = compiler_caches(cache)
         cmd = self._wrap([*(a.replace("{scratch}", str(scratch)) for a in prefix), python, "-X", "utf8", str(WORKER)],
                          scratch, python, visible, gpu=gpu, writable=writable)
         with open(stderr_path, "wb") as err, open(scratch / ".stdout", "wb") as out:
