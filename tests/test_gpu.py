@@ -127,15 +127,18 @@ def test_the_winner_is_timed_against_torch_compile(gpu_report: dict) -> None:
     assert w["speedup_vs_stronger"] == min(w["speedup"], w["vs_compile_speedup"])
 
 
-CHECKED = {
-    # compute-sanitizer finds what no output shows (#20): a store past the output, a shared-memory race.
-    "oob_write.py": ({"incorrect"}, "compute-sanitizer memcheck"),
-    "shared_race.py": ({"incorrect"}, "compute-sanitizer racecheck"),
+CHECKED: dict[str, tuple[set[str], tuple[str, ...]]] = {
+    # A store past the output: where it lands on memory the caching allocator has not mapped, the timed
+    # calls stop with CUDA's error (seen on the H200); where it lands in another tensor of the
+    # allocator's, compute-sanitizer (each tensor its own allocation there) reports it.
+    "oob_write.py": ({"incorrect", "crashed"}, ("compute-sanitizer memcheck", "CUDA error")),
+    # A shared-memory race no output shows: only compute-sanitizer finds it.
+    "shared_race.py": ({"incorrect"}, ("compute-sanitizer racecheck",)),
     # Correct only where rows are 4096 long: the edge shapes name where it goes wrong.
-    "unmasked.py": ({"incorrect"}, "correct at (2048, 4096)"),
+    "unmasked.py": ({"incorrect"}, ("correct at (2048, 4096)",)),
     # Honest styles that compile or autotune on their first calls must pass (#21).
-    "torch_compile_file.py": ({"ok"}, "faster"),
-    "triton_autotune.py": ({"ok"}, "faster"),
+    "torch_compile_file.py": ({"ok"}, ("faster",)),
+    "triton_autotune.py": ({"ok"}, ("faster",)),
 }
 
 
@@ -143,7 +146,8 @@ def test_sanitizer_edge_shapes_and_honest_compiling_candidates(tmp_path: Path) -
     got = candidates_on_gelu_bias(tmp_path, GPU_TESTS / "checked", 10, 300)
     doc = got["__report__"]
     for name, (statuses, words) in CHECKED.items():
-        assert got[name]["status"] in statuses and words in got[name]["reason"], (name, got[name]["reason"])
+        c = got[name]
+        assert c["status"] in statuses and any(w in c["reason"] for w in words), (name, c["status"], c["reason"])
     winner = next(c for c in doc["candidates"] if c["id"] == doc["winner"]["id"])
     assert winner["sanitizer"] is not None and winner["sanitizer"].endswith("no errors"), winner["sanitizer"]
 

@@ -4,8 +4,12 @@
 #   sh tests/perf/device_wheels.sh                    # here, once: the wheels the image lacks
 #   run (carry .whl):  . tests/perf/device_env.sh; sh tests/perf/device_proof.sh PART [ARGS]
 # Parts:
-#   gpu-tests [N]      tests/test_gpu.py N times in a row (default 3): each run's log and reports in
-#                      $OUT/gpu-tests.tar.gz, one summary line per run in $OUT/gpu-tests.txt
+#   gpu-tests [N] [GROUPS]  tests/test_gpu.py N times in a row (default 1), group by group (GROUPS:
+#                      comma-separated, of candidates checked racing builtin graph attention; default
+#                      all), each group its own pytest run with a 500 s limit per test; each run's log
+#                      written to $OUT/gpu-run-N.log as it goes (a call stopped at its limit still
+#                      returns what ran), one line per group in $OUT/gpu-tests.txt, reports in
+#                      $OUT/gpu-tests.tar.gz
 #   sanitizer          compute-sanitizer memcheck and racecheck logs of the checked kernels and an
 #                      honest one (tests/gpu/sanitize_one.py) in $OUT/sanitizer.tar.gz, for
 #                      tests/fixtures/sanitizer/
@@ -18,15 +22,29 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 
 case "$part" in
 gpu-tests)
-  runs=${2:-3}
-  mkdir -p /tmp/proof
+  runs=${2:-1}
+  groups=$(echo "${3:-candidates,checked,racing,builtin,graph,attention}" | tr ',' ' ')
   i=1
   while [ "$i" -le "$runs" ]; do
     d=/tmp/proof/gpu-run-$i
     mkdir -p "$d"
-    REDLINE_GPU_OUT="$d" python3 -m pytest -q -p no:cacheprovider -rA tests/test_gpu.py > "$d/pytest.log" 2>&1
-    echo "run $i: exit $? $(tail -n 1 "$d/pytest.log")" >> "$OUT/gpu-tests.txt"
-    tar -C /tmp/proof -czf "$OUT/gpu-tests.tar.gz" .  # after every run: the machine can be taken back
+    for g in $groups; do
+      case "$g" in
+      candidates) k="status_and_reason or winner_with or nsight or against_torch_compile" ;;
+      checked) k="sanitizer_edge" ;;
+      racing) k="racing_stream" ;;
+      builtin) k="builtin_gpu_proposers" ;;
+      graph) k="launch_bound" ;;
+      attention) k="attention" ;;
+      *) echo "unknown group: $g" >&2; exit 2 ;;
+      esac
+      t0=$(date +%s)
+      REDLINE_GPU_OUT="$d" python3 -m pytest -v -p no:cacheprovider -rA --durations=0 --timeout 500 \
+        tests/test_gpu.py -k "$k" >> "$OUT/gpu-run-$i.log" 2>&1
+      rc=$?
+      echo "run $i $g: exit $rc in $(( $(date +%s) - t0 )) s: $(tail -n 1 "$OUT/gpu-run-$i.log")" >> "$OUT/gpu-tests.txt"
+      tar -C /tmp/proof -czf "$OUT/gpu-tests.tar.gz" .  # after every group: the machine can be taken back
+    done
     i=$((i + 1))
   done
   ;;
@@ -38,9 +56,9 @@ sanitizer)
     name=${pair#*:}
     src=tests/gpu/checked/$name.py
     [ "$name" = clean ] && src=tests/gpu/candidates/triton_fused.py
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool "$tool" --log-file "$d/${tool}_$name.log" \
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" --log-file "$d/${tool}_$name.log" \
       python3 tests/gpu/sanitize_one.py "$src" > "$d/${tool}_$name.out" 2>&1
-    echo "$tool $name: exit $?" >> "$d/exits.txt"
+    echo "$tool $name: exit $?" | tee -a "$d/exits.txt" >> "$OUT/sanitizer.txt"
     tar -C "$d" -czf "$OUT/sanitizer.tar.gz" .
   done
   ;;

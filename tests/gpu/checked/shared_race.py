@@ -1,7 +1,8 @@
 from torch.utils.cpp_extension import load_inline
 
 # A planted race no output shows: each thread reads a slot of shared memory that a thread of another
-# warp writes, with no barrier between, and adds (w - w), which is 0 for every finite w.
+# warp writes, with no barrier between, and uses the value only where it equals one exact float that no
+# input makes (whatever the slot holds, stale or fresh, the output is the same).
 _SRC = r"""
 #include <torch/extension.h>
 #include <cuda_bf16.h>
@@ -16,7 +17,9 @@ __global__ void gelu_bias_kernel(const __nv_bfloat16* x, const __nv_bfloat16* b,
     float w = buf[(threadIdx.x + 32) % 256];
     if (i < n) {
         float inner = 0.7978845608f * (y + 0.044715f * y * y * y);
-        out[i] = __float2bfloat16(0.5f * y * (1.f + tanhf(inner)) + (w - w));
+        float r = 0.5f * y * (1.f + tanhf(inner));
+        if (w == 1234.5678f) r = -r;
+        out[i] = __float2bfloat16(r);
     }
 }
 
