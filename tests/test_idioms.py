@@ -61,6 +61,12 @@ POSITIVE = {
         def ln(x):
             return (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, correction=0) + 1e-6)
         ''', ["layer_norm"], "eps=1e-06", lambda: (randn(6, 32),)),
+    "layer norm without weights (not an RMS norm of x - mean)": ('''
+        def ln(x):
+            mu = x.mean(-1, keepdim=True)
+            var = ((x - mu) ** 2).mean(-1, keepdim=True)
+            return (x - mu) / torch.sqrt(var + 1e-5)
+        ''', ["layer_norm"], "layer_norm(x, x.shape[-1:], eps=1e-05)", lambda: (randn(6, 32),)),
     "RMS norm": ('''
         def rms(x, weight):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight

@@ -129,3 +129,46 @@ def test_a_template_passes_the_gate_and_its_edge_shapes_through_the_cli(tmp_path
     for c in doc["candidates"]:
         assert c["status"] in ("ok", "not_faster"), c["reason"]
         assert "(8, 299), (299,)" in c["shapes_checked"] and "(1, 300), (300,)" in c["shapes_checked"]
+
+
+KB_CHECK = r"""
+import importlib.util, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from redline.evaluator.proposers.templates import instances
+from redline.evaluator.target import load_target
+path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("kb", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+torch.manual_seed(0)
+model = mod.Model(*mod.get_init_inputs())
+args = [a[:2] for a in mod.get_inputs()]  # two rows of the problem's own width
+described = [f"torch.Tensor float32 shape {tuple(a.shape)}" for a in args]
+found = instances(load_target(f"{path}::Model.forward").function_source, described, method=True)
+for inst in found:
+    ns = {}
+    exec(inst.code, ns)
+    got, want = ns["forward"](model, *args), model(*args)
+    assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-4), \
+        (inst.config, (got - want).abs().max().item())
+print("checked", len(found), [i.config.strategy for i in found])
+"""
+
+
+@pytest.mark.parametrize("problem", ["l1_softmax", "l1_layernorm", "l1_rmsnorm", "l1_layernorm_long_rows"])
+def test_a_kernelbench_models_forward_becomes_templates_that_match_it(problem: str) -> None:
+    """The benchmark's row operations, written out in a model's forward (self.weight and all), as templates
+    in the interpreter on two rows of the problem's own width, every configuration matched against the
+    model; the long rows (4M elements) are split across programs first."""
+    path = Path(__file__).parent / "perf" / "kernelbench" / f"{problem}.py"
+    res = subprocess.run([sys.executable, "-c", KB_CHECK, str(path)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "checked 4" in res.stdout, res.stderr[-3000:]
+    if problem == "l1_layernorm_long_rows":
+        assert "['split', 'split'," in res.stdout, res.stdout
+
+
+def test_a_softmax_over_a_numbered_dimension_is_a_template_only_where_that_dimension_is_the_last() -> None:
+    src = "def f(x):\n    return torch.softmax(x, 1)\n"
+    assert len(instances(src, ["torch.Tensor float32 shape (4, 16)"])) == 4
+    assert instances(src, ["torch.Tensor float32 shape (4, 8, 16)"]) == [] and instances(src, []) == []

@@ -206,20 +206,21 @@ class IdiomProposer(Proposer):
 
 
 class TritonTemplateProposer(Proposer):
-    """A target that is one row operation over the last dimension (softmax, layer norm, RMS norm, as
-    written or once the idioms are rewritten) as Triton kernels (templates.py), in up to four launch
-    configurations ordered by the input's shape; on CUDA only (Triton's CPU interpreter is for tests)."""
+    """A target (a function, or a method such as a KernelBench model's forward) that is one row operation
+    over the last dimension (softmax, layer norm, RMS norm, as written or once the idioms are
+    rewritten) as Triton kernels (templates.py), in up to four launch configurations ordered by the
+    input's shape; on CUDA only (Triton's CPU interpreter is for tests)."""
 
     name = "triton-templates"
 
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or "." in t.qualname \
+        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or t.qualname.count(".") > 1 \
                 or not _available("triton"):
             return []
         return [Proposal(code=inst.code, origin="builtin:triton-templates", trusted=True,
                          approach=f"Triton template: {inst.op} ({inst.config.label})")
-                for inst in instances(t.function_source, ctx.inputs)]
+                for inst in instances(t.function_source, ctx.inputs, method="." in t.qualname)]
 
     def rank(self, ctx: Context) -> int:
         return -1 if ctx.bound == "memory-bound" else 0  # a row reduction that streams memory: first

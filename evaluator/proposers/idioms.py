@@ -345,6 +345,8 @@ IDIOMS: list[Idiom] = [
            ".mean(-1, keepdim=True) + E) * W + B", "torch.nn.functional.layer_norm(X, X.shape[-1:], W, B, E)"),
     _idiom("layer_norm", "(X - X.mean(-1, keepdim=True)) / torch.sqrt(X.var(-1, keepdim=True, unbiased=False) + E)",
            "torch.nn.functional.layer_norm(X, X.shape[-1:], eps=E)"),
+    _idiom("layer_norm", "(X - X.mean(-1, keepdim=True)) / torch.sqrt(((X - X.mean(-1, keepdim=True)) ** 2)"
+           ".mean(-1, keepdim=True) + E)", "torch.nn.functional.layer_norm(X, X.shape[-1:], eps=E)"),
     _idiom("rms_norm", "X * torch.rsqrt((X ** 2).mean(-1, keepdim=True) + E) * W",
            "torch.nn.functional.rms_norm(X, X.shape[-1:], W, E)"),
     _idiom("rms_norm", "X * torch.rsqrt((X ** 2).mean(-1, keepdim=True) + E)",

@@ -52,10 +52,11 @@ class Instance:
     config: Config
 
 
-def instances(function_source: str, inputs: list[str]) -> list[Instance]:
+def instances(function_source: str, inputs: list[str], method: bool = False) -> list[Instance]:
     """The target's call as Triton templates, in the order most likely to win for the shape of the
     call's input (read from the probe's description of the arguments, `inputs`, where the input is
-    one): at most four configurations. Empty where the target is not one such call."""
+    one; for a `method`, the arguments after self): at most four configurations. Empty where the
+    target is not one such call."""
     found = None
     for source in [textwrap.dedent(function_source), *(rw.source for rw in rewrites(function_source))]:
         found = _match(source)
@@ -64,9 +65,11 @@ def instances(function_source: str, inputs: list[str]) -> list[Instance]:
     if found is None:
         return []
     op, fn, call = found
-    params = [a.arg for a in fn.args.args]
+    params = [a.arg for a in fn.args.args][1 if method else 0:]
     first = call.args[0] if call.args else None
     shape = shape_of(inputs, params.index(first.id)) if isinstance(first, ast.Name) and first.id in params else None
+    if op == "softmax" and _softmax_dim(call) not in (-1, len(shape or ()) - 1 if shape else -1):
+        return []  # the kernels normalise the last dimension; softmax(x, 1) is that only where x has two
     out = []
     for config in _configs(op, shape):
         new = _replace_call(fn, call, op, config)
@@ -101,12 +104,20 @@ def _supported(op: str, call: ast.Call) -> bool:
     names = {k.arg for k in call.keywords}
     if None in names:
         return False
-    if op == "softmax":  # over the last dimension, in the input's dtype
-        dim = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "dim"), None)
-        return len(call.args) <= 2 and names <= {"dim"} and dim is not None and ast.unparse(dim) == "-1"
+    if op == "softmax":  # over one dimension given as a number (see instances), in the input's dtype
+        return len(call.args) <= 2 and names <= {"dim"} and _softmax_dim(call) is not None
     allowed = {"layer_norm": {"normalized_shape", "weight", "bias", "eps"}, "rms_norm": {"normalized_shape",
                                                                                     "weight", "eps"}}[op]
     return len(call.args) + len(names) >= 2 and names <= allowed and len(call.args) <= len(allowed) + 1
+
+
+def _softmax_dim(call: ast.Call) -> int | None:
+    dim = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "dim"), None)
+    try:
+        value = ast.literal_eval(dim) if dim is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _configs(op: str, shape: tuple[int, ...] | None) -> list[Config]:
@@ -264,9 +275,9 @@ _WRAPPERS = {
 
 def _redline_softmax(x, dim=-1, STRATEGY="row", WARPS=4, BLOCK=0):
     n = x.shape[-1] if x.dim() else 0
-    if x.dim() == 0 or x.numel() == 0 or not x.is_floating_point() or x.dtype == torch.float64 or \\
-            (STRATEGY == "row" and n > _ROW_MAX_):
-        return torch.softmax(x, -1)
+    if x.dim() == 0 or dim not in (-1, x.dim() - 1) or x.numel() == 0 or not x.is_floating_point() or \\
+            x.dtype == torch.float64 or (STRATEGY == "row" and n > _ROW_MAX_):
+        return torch.softmax(x, dim)
     rows = _redline_rows(x)
     y = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
     if STRATEGY == "row":
