@@ -215,3 +215,50 @@ def test_a_guard_forwards_every_kind_of_argument_and_keys_tensors_by_strides(tmp
 
 def target_fn(path: Path):
     return load(path, "plain_f").f
+
+
+LAYER_NORM_MODEL = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d))
+        self.bias = nn.Parameter(torch.randn(d))
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        for i in range(x.shape[0]):
+            row = x[i]
+            mu = row.mean()
+            out[i] = (row - mu) / torch.sqrt(((row - mu) ** 2).mean() + 1e-5) * self.weight + self.bias
+        return out
+
+
+def get_inputs():
+    return [torch.randn(48, 300)]
+
+
+def get_init_inputs():
+    return [300]
+"""
+
+
+def test_a_models_own_sizes_stay_while_its_inputs_change(tmp_path: Path) -> None:
+    """A KernelBench model's forward with weights of the row length: the rows vary (48 -> 47, 1, 0), the
+    row length is the model's and stays (at (48, 1) the written-out reference only broadcasts the
+    weights, where the library call rightly raises). The honest library call wins; a candidate written
+    for 48 rows is still caught."""
+    pytest.importorskip("torch")
+    (tmp_path / "ln.py").write_text(LAYER_NORM_MODEL)
+    honest = "import torch\n\n\ndef forward(self, x):\n" \
+             "    return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, 1e-5)\n"
+    rows48 = "import torch\n\n\ndef forward(self, x):\n    y = x.reshape(48, 300)\n" \
+             "    return torch.nn.functional.layer_norm(y, (300,), self.weight, self.bias, 1e-5)\n"
+    got = run(tmp_path, f"{tmp_path / 'ln.py'}::Model.forward", {"honest.py": honest, "rows48.py": rows48})
+    assert got["honest.py"]["status"] == "ok", got["honest.py"]["reason"]
+    assert got["honest.py"]["shapes_checked"][:3] == ["(47, 300)", "(1, 300)", "(0, 300)"]
+    wrong = got["rows48.py"]
+    assert wrong["status"] == "incorrect" and wrong["reason"].startswith("correct at (48, 300); at (47, 300)"), \
+        wrong["reason"]

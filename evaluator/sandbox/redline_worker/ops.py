@@ -122,8 +122,8 @@ def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         if req["only"] is not None:  # the variants asked for, each on inputs made for it alone
             runs += [_variant(subject, seed, index) for index in req["only"]]
             continue
-        args, kwargs, _ = subject.inputs(seed)
-        base, found = derive(args, kwargs)
+        args, kwargs, fn = subject.inputs(seed)
+        base, found = derive(args, kwargs, fn)
         runs += [{"seed": seed, "index": index, "base": base, "label": label}
                  for index, (label, _transform) in enumerate(found)]
     return {"variants": runs}
@@ -131,7 +131,7 @@ def op_variants(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
 
 def _variant(subject: Subject, seed: int, index: int) -> dict[str, Any]:
     args, kwargs, fn = subject.inputs(seed)  # fresh objects for every variant
-    base, found = derive(args, kwargs)
+    base, found = derive(args, kwargs, fn)
     label, transform = found[index]
     vargs, vkwargs = apply_variant(transform, args, kwargs)
     out, err = call(fn, vargs, vkwargs)

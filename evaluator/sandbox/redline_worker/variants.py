@@ -3,7 +3,9 @@ handle as well as the one it is timed on.
 
 Arrays and tensors change together by dimension size: every axis of every argument that has size d
 becomes 1, an odd size just below d, or 0 (arguments that must agree, such as a bias whose length is
-the matrix's last dimension, keep agreeing). A layout variant passes the same values as non-contiguous
+the matrix's last dimension, keep agreeing). A size that a tensor held by the call's object has (a
+model's weight, for its forward; an instance passed as an argument) is the object's, which no
+variant can change, so it stays as it is. A layout variant passes the same values as non-contiguous
 views. Sequences and strings become empty, one item long, or an odd length. Large arrays shrink their
 other long axes, so that a variant costs at most about what the call does. The list is the same in
 every process for the same arguments, so the reference and the candidate run the same variants.
@@ -35,17 +37,30 @@ def _odd_below(d: int) -> int:
     return d - 1 if d % 2 == 0 else d - 2
 
 
-def _new_shape(shape: Any, sizes: dict[int, int], shrink: bool) -> list[int]:
+def _held(values: list[Any]) -> list[Any]:
+    """The arrays and tensors that objects among `values` hold: a torch module's parameters and buffers,
+    another object's array attributes (one level deep)."""
+    torch = sys.modules.get("torch")
+    held: list[Any] = []
+    for v in values:
+        if torch is not None and isinstance(v, torch.nn.Module):
+            held += [*v.parameters(), *v.buffers()]
+        elif hasattr(v, "__dict__") and not isinstance(v, type):
+            held += _arrays(list(vars(v).values()))
+    return held
+
+
+def _new_shape(shape: Any, sizes: dict[int, int], shrink: bool, keep: frozenset[int] = frozenset()) -> list[int]:
     out = []
     for n in shape:
         n = int(n)
-        out.append(sizes.get(n, _SHRUNK if shrink and n > _SHRUNK else n))
+        out.append(sizes.get(n, _SHRUNK if shrink and n > _SHRUNK and n not in keep else n))
     return out
 
 
-def _resize(value: Any, sizes: dict[int, int], shrink: bool) -> Any:
+def _resize(value: Any, sizes: dict[int, int], shrink: bool, keep: frozenset[int]) -> Any:
     """`value` with every axis of size `d` in `sizes` cut to `sizes[d]` (a contiguous copy)."""
-    out = value[tuple(slice(0, n) for n in _new_shape(value.shape, sizes, shrink))]
+    out = value[tuple(slice(0, n) for n in _new_shape(value.shape, sizes, shrink, keep))]
     return out.copy() if hasattr(out, "copy") and not hasattr(out, "clone") else out.clone()
 
 
@@ -66,21 +81,24 @@ def _shape_label(shapes: list[Any]) -> str:
                      for shape in shapes)
 
 
-def derive(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, list[tuple[str, Transform]]]:
-    """The shapes of the call as given, and its variants: (label, function of one argument value)."""
+def derive(args: tuple[Any, ...], kwargs: dict[str, Any],
+           fn: Any = None) -> tuple[str, list[tuple[str, Transform]]]:
+    """The shapes of the call as given, and its variants: (label, function of one argument value).
+    `fn`: the callable, whose bound object's tensors (a model's weights) fix the sizes they have."""
     values = [*args, *kwargs.values()]
     arrays = _arrays(values)
     out: list[tuple[str, Transform]] = []
     if arrays:
+        keep = frozenset(int(n) for a in _held([*values, getattr(fn, "__self__", None)]) for n in a.shape)
         large = any(int(a.numel() if hasattr(a, "numel") else a.size) > _LARGE for a in arrays)
-        sizes = sorted({int(n) for a in arrays for n in a.shape if int(n) > 1}, reverse=True)
+        sizes = sorted({int(n) for a in arrays for n in a.shape if int(n) > 1} - keep, reverse=True)
         for d in sizes:
             for t in (_odd_below(d), 1, 0):
                 if t < 0 or t == d:
                     continue
                 change = {d: t}
-                out.append((_shape_label([_new_shape(a.shape, change, large) for a in arrays]),
-                            _array_transform(arrays, change, large)))
+                out.append((_shape_label([_new_shape(a.shape, change, large, keep) for a in arrays]),
+                            _array_transform(arrays, change, large, keep)))
         if any(int(n) > 1 for a in arrays for n in a.shape):
             out.append((_shape_label([a.shape for a in arrays]) + LAYOUT, _layout_transform(arrays)))
     for i, v in enumerate(args):
@@ -91,9 +109,9 @@ def derive(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, list[tup
     return _shape_label([a.shape for a in arrays]) if arrays else "as given", out[:MAX_VARIANTS]
 
 
-def _array_transform(arrays: list[Any], change: dict[int, int], large: bool) -> Transform:
+def _array_transform(arrays: list[Any], change: dict[int, int], large: bool, keep: frozenset[int]) -> Transform:
     ids = {id(a) for a in arrays}
-    return lambda v: _resize(v, change, large) if id(v) in ids else v
+    return lambda v: _resize(v, change, large, keep) if id(v) in ids else v
 
 
 def _layout_transform(arrays: list[Any]) -> Transform:
