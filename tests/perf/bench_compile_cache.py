@@ -5,10 +5,17 @@ The same built-in torch.compile candidate of a CPU gelu_bias (96x1000) evaluated
 evaluator, the second finding what the first compiled, side by side with a fresh evaluator that
 compiles cold. Printed: the three evaluations' wall times and the ratio cold / warm. On CUDA the
 warm case is what a variant's Nsight Compute run and the head-to-head baseline now get.
+
+Then a candidate's build (Evaluator._build): an LLM-style candidate that builds an inline C++
+extension at import (the adversarial suite's affine loop in C++), evaluated with a second timing
+pair forced (confirm_below), once on its build
+and once with every worker building for itself. Printed: both wall times and their ratio. On CUDA
+the same build also serves its compute-sanitizer and Nsight Compute workers.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +25,7 @@ from redline.evaluator.models import EvalSettings
 from redline.evaluator.proposers.builtin import torch_compile_code
 from redline.evaluator.target import load_target
 
+TESTS = Path(__file__).resolve().parent.parent
 OPS = '''
 import torch
 
@@ -55,7 +63,27 @@ def main() -> int:
     fresh.close()
     print(f"one evaluator: first {first:.1f} s, second (shared cache) {second:.1f} s; fresh evaluator {cold:.1f} s")
     print(f"cold / warm: {cold / second:.2f}x")
+    candidate_build()
     return 0
+
+
+def candidate_build() -> None:
+    sys.path.insert(0, str(TESTS))
+    from test_evaluator_targets import INLINE_CPP  # the affine loop in C++, built at import
+
+    target = load_target(f"{TESTS / 'adversarial' / 'target.py'}::affine")
+    walls = {}
+    for case in ("one build", "a build per worker"):
+        ev = Evaluator(target, EvalSettings(device="cpu", confirm_below=1e9))
+        if case != "one build":
+            ev._build = lambda code: None  # type: ignore[method-assign]
+        t0 = time.perf_counter()
+        result = ev.evaluate("c", INLINE_CPP, "file:inline.py")
+        walls[case] = time.perf_counter() - t0
+        ev.close()
+        assert result.status == "ok" and "two pairs" in result.reason, (result.status, result.reason)
+    print(f"inline C++ candidate, two timing pairs: one build {walls['one build']:.1f} s, a build per worker "
+          f"{walls['a build per worker']:.1f} s: {walls['a build per worker'] / walls['one build']:.2f}x")
 
 
 if __name__ == "__main__":
