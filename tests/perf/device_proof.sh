@@ -13,8 +13,9 @@
 #   sanitizer          compute-sanitizer memcheck and racecheck logs of the checked kernels and an
 #                      honest one (tests/gpu/sanitize_one.py) in $OUT/sanitizer.tar.gz, for
 #                      tests/fixtures/sanitizer/
-#   kernelbench NAMES  tests/perf/bench_kernelbench.py on NAMES (comma-separated, or all) with the
-#                      default 60 s time limit; its reports in $OUT/kernelbench.tar.gz
+#   kernelbench NAMES [S]  tests/perf/bench_kernelbench.py on NAMES (comma-separated, or all) with a
+#                      time limit of S s (default 60); each problem's row printed to
+#                      $OUT/kernelbench.txt as it ends, reports in $OUT/kernelbench.tar.gz
 set -u
 : "${OUT:?set OUT to the folder that comes back}"
 part=${1:?which part: gpu-tests, sanitizer or kernelbench}
@@ -64,7 +65,7 @@ sanitizer)
   ;;
 kernelbench)
   mkdir -p /tmp/proof/kb
-  python3 tests/perf/bench_kernelbench.py "${2:-all}" /tmp/proof/kb 60 2>&1 | tee "$OUT/kernelbench.txt"
+  python3 tests/perf/bench_kernelbench.py "${2:-all}" /tmp/proof/kb "${3:-60}" 2>&1 | tee -a "$OUT/kernelbench.txt"
   tar -C /tmp/proof/kb -czf "$OUT/kernelbench.tar.gz" .
   ;;
 *)
