@@ -40,3 +40,8 @@ class Archive:
 
     def find(self, cid: str) -> CandidateResult:
         return next(r for r in self.results if r.id == cid)
+
+    def replace(self, r: CandidateResult) -> CandidateResult:
+        """`r` in place of the result with its id (a later stage's verdict on it)."""
+        self.results = [r if old.id == r.id else old for old in self.results]
+        return r

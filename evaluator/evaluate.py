@@ -82,7 +82,7 @@ class Evaluator:
         self._cancelled = threading.Event()
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
         self._leading = 0.0  # the best speedup verified so far (see evaluate: who gets Nsight Compute)
-        self._sanitized = 0.0  # the best speedup that passed compute-sanitizer so far
+        self._builds: dict[str, str | None] = {}  # each evaluated candidate's build (see _build), by id
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -259,6 +259,7 @@ class Evaluator:
         started = time.perf_counter()
         baseline = reference if reference is not None else self._reference_code
         build = None if trusted else self._build(code)
+        self._builds[cid] = build
         try:
             result = self._stages(lambda first_seen=False: self._pair(code, trusted, baseline, None if first_seen else build),
                                   base, trusted)
@@ -271,15 +272,6 @@ class Evaluator:
         finally:
             for w in self._untrack():
                 w.close()
-        # compute-sanitizer on each verified candidate that could be offered: at least as fast as every
-        # one that passed it before (a head-to-head's speedup is against another baseline).
-        if result.status == "ok" and self.settings.device == "cuda" and self.settings.sanitize and \
-                reference is None and (result.speedup or 0.0) >= self._sanitized:
-            result.sanitizer, unsafe = self.sanitize(code, trusted, build)
-            if unsafe is not None:
-                return result.model_copy(update={"status": unsafe.status, "reason": unsafe.reason})
-            self._sanitized = result.speedup or 0.0
-            result.eval_s = time.perf_counter() - started
         # Nsight Compute on the leading candidates only: each verified one at least as fast as every one
         # before it against the target.
         if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
@@ -369,6 +361,16 @@ class Evaluator:
             if rej.status == "crashed":  # the gate says precisely where the candidate goes wrong
                 self.gate.check(cand, ref)
             raise
+
+    def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
+        """compute-sanitizer on a verified candidate about to be offered (search.py runs it on the winner,
+        after the search and outside its time limit): what ran, and the reason to reject it, if any.
+        (None, None) where it does not apply: not on CUDA, or turned off."""
+        if self.settings.device != "cuda" or not self.settings.sanitize:
+            return None, None
+        self._cancelled.clear()  # a search stopped by its time limit has cancelled the evaluator
+        ran, unsafe = self.sanitize(result.code, result.origin.startswith("builtin:"), self._builds.get(result.id))
+        return ran, unsafe.reason if unsafe is not None else None
 
     def sanitize(self, code: str, trusted: bool, build: str | None = None) -> tuple[str, Rejected | None]:
         """compute-sanitizer's tools (sanitizer.py) on `code` in sandboxed workers, one fresh input each:

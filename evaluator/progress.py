@@ -39,12 +39,17 @@ class VersusCompile:
 
 
 @dataclass(frozen=True)
+class SanitizerStarted:
+    id: str
+
+
+@dataclass(frozen=True)
 class ProposerFailed:
     proposer: str
     error: str
 
 
-Event = CandidateStarted | CandidateDone | RegressionStarted | VersusCompile | ProposerFailed
+Event = CandidateStarted | CandidateDone | RegressionStarted | VersusCompile | SanitizerStarted | ProposerFailed
 ProgressFn = Callable[[Event], None]
 
 
@@ -60,6 +65,8 @@ def describe(event: Event, reason_chars: int = 160) -> str:
         return f"running the project's tests on {event.id}"
     if isinstance(event, VersusCompile):
         return f"timing {event.id} against torch.compile of the target"
+    if isinstance(event, SanitizerStarted):
+        return f"checking {event.id} under compute-sanitizer"
     return f"proposer {event.proposer} failed: {event.error}"
 
 

@@ -20,6 +20,7 @@ from .progress import (
     ProgressFn,
     ProposerFailed,
     RegressionStarted,
+    SanitizerStarted,
     VersusCompile,
     silent,
 )
@@ -265,6 +266,8 @@ class Search:
             except EditError as exc:
                 self.notes.append(f"{cand.id} is faster but cannot be written into the file ({exc}); not offered")
                 continue
+            if not self._memory_safe(pool, cand):
+                continue
             winner = Winner(id=cand.id, speedup=cand.speedup, speedup_ci95=cand.speedup_ci95,
                             diff=unified_diff(self.target, new_source))
             if not original.ran:
@@ -281,6 +284,23 @@ class Search:
             self.notes.append(f"{cand.id} is faster but breaks the project's tests ({' '.join(reg.command)}: "
                               f"{last[0]}); not offered")
         return None, None
+
+    def _memory_safe(self, pool: EvaluationPool, cand: CandidateResult) -> bool:
+        """compute-sanitizer on CUDA, once, on the candidate about to be offered (the search's time limit
+        does not cut it short; it is announced). One it reports is `incorrect` from here on."""
+        if self.cancel.is_set():
+            return True  # the best verified so far is offered as it is; the report shows the check did not run
+        if self.settings.device == "cuda" and self.settings.sanitize:
+            self.say(SanitizerStarted(cand.id))
+        ran, reason = pool.check_memory(cand)
+        if ran is None:
+            return True
+        checked = self.archive.replace(cand.model_copy(update={"sanitizer": ran}))
+        if reason is None:
+            return True
+        self.archive.replace(checked.model_copy(update={"status": "incorrect", "reason": reason}))
+        self.notes.append(f"{cand.id} is faster but compute-sanitizer rejects it ({reason}); not offered")
+        return False
 
     def _versus_compile(self, pool: EvaluationPool, winner: Winner) -> tuple[Winner, CandidateResult | None]:
         """For torch code, the stronger baseline is whichever of eager and torch.compile is faster: the

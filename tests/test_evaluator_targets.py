@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -417,3 +418,51 @@ def test_a_candidate_is_built_once_per_evaluation_and_its_later_workers_load_the
         assert ev._build(INLINE_CPP) not in cand  # the next evaluation of the same code builds afresh
     finally:
         ev.close()
+
+
+def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_path: Path) -> None:
+    """compute-sanitizer runs after the search, on the candidate about to be offered, fastest first: one
+    it rejects is `incorrect` with the tool's finding and the next fastest is offered. The tool needs a
+    CUDA GPU, which CI has not: the pool's check is a stand-in here that rejects the first candidate it
+    is asked about (tests/test_gpu.py runs the real tool on the device). A third candidate hangs until
+    the search's time limit stops it: the check still runs, after the limit."""
+    from redline.evaluator.backends import LocalPool
+    from redline.evaluator.models import CandidateResult, EvalSettings
+    from redline.evaluator.proposers.files import FilesProposer
+    from redline.evaluator.search import Budget, optimise
+    from redline.evaluator.target import Target, load_target
+
+    adv = Path(__file__).parent / "adversarial"
+    shutil.copy(adv / "target.py", tmp_path / "target.py")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(adv / "candidates" / "honest_vectorised.py", cands / "vectorised.py")
+    (cands / "listed.py").write_text("import numpy as np\n\n\ndef affine(x, w):\n"
+                                     "    return np.array([a * b + 1.0 for a, b in zip(x.tolist(), w.tolist())])\n")
+    shutil.copy(adv / "candidates" / "hang_at_call.py", cands / "zz_hangs.py")  # stopped by the time limit
+    asked: list[str] = []
+    pools: list[LocalPool] = []
+
+    def check_memory(result: CandidateResult) -> tuple[str | None, str | None]:
+        assert LocalPool.check_memory(pools[0], result) == (None, None)  # the real one: not on the CPU
+        asked.append(result.id)
+        if len(asked) == 1:
+            return "memcheck: 1 error(s)", "compute-sanitizer memcheck reports 1 error(s): Invalid __global__ write"
+        return "memcheck, initcheck: no errors", None
+
+    def pool(target: Target, settings: EvalSettings) -> LocalPool:
+        pools.append(LocalPool(target, settings))
+        pools[0].check_memory = check_memory  # type: ignore[method-assign]
+        return pools[0]
+
+    report = optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [FilesProposer(cands)], EvalSettings(),
+                      Budget(candidates=3, rounds=1, wall_s=30), runs_dir=tmp_path / "runs", make_pool=pool)
+    by_origin = {c.origin: c for c in report.candidates}
+    fast, slow = by_origin["file:vectorised.py"], by_origin["file:listed.py"]
+    assert asked == [fast.id, slow.id], asked  # the fastest first, then the next
+    assert fast.status == "incorrect" and "Invalid __global__ write" in fast.reason and fast.sanitizer == "memcheck: 1 error(s)"
+    assert report.winner is not None and report.winner.id == slow.id and slow.sanitizer.endswith("no errors")
+    assert any("compute-sanitizer rejects it" in n for n in report.notes)
+    # Both were verified before the time limit stopped the third: the check ran after it, not lost to it.
+    assert any(n.startswith("the time limit (30 s) was reached") for n in report.notes), report.notes

@@ -65,6 +65,11 @@ class EvaluationPool(ABC):
         """Run the project's tests on a scratch copy with `new_source` applied."""
 
     @abstractmethod
+    def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
+        """compute-sanitizer on a verified candidate before it is offered (Evaluator.check_memory): what
+        ran and the reason to reject it, if any; (None, None) where the check does not apply."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release what the pool holds (connections, threads)."""
 

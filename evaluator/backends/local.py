@@ -28,6 +28,10 @@ class LocalPool(EvaluationPool):
         self.notes = list(self.evaluator.notes)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()
+        self._idle = threading.Event()  # no evaluation queued or running (one a time limit cut off has wound up)
+        self._idle.set()
+        self._pending = 0  # jobs submitted and not finished (under _lock, with _idle)
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name="redline-local-pool", daemon=True)
         self._thread.start()
 
@@ -49,8 +53,15 @@ class LocalPool(EvaluationPool):
                                          code=job.code, approach=job.approach, status="infra_error",
                                          reason=f"the harness failed: {exc.__class__.__name__}: {exc}")
             self._done.put(result)
+            with self._lock:
+                self._pending -= 1
+                if self._pending == 0:
+                    self._idle.set()
 
     def submit(self, job: Job) -> None:
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
         self._jobs.put(job)
 
     def next_done(self, timeout: float) -> CandidateResult | None:
@@ -65,6 +76,10 @@ class LocalPool(EvaluationPool):
     def regression(self, target: Target, new_source: str, command: list[str] | None) -> Regression:
         ev = self.evaluator
         return run_regression(target, new_source, ev.backend, ev.python, command, ev.settings.limits)
+
+    def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
+        self._idle.wait()  # the evaluation a time limit cut off is over before the evaluator is reused
+        return self.evaluator.check_memory(result)
 
     def close(self) -> None:
         self._jobs.put(None)

@@ -116,6 +116,17 @@ def evaluate_task(target: Target, settings: EvalSettings, job: Job, store: dict[
     return {"result": result.model_dump(), "baseline_times": ev.baseline_times}
 
 
+def check_memory_task(target: Target, settings: EvalSettings, result: CandidateResult, store: dict[str, bytes] | None,
+                      reproduced: tuple[list[int], dict[str, int]] | None) -> tuple[str | None, str | None]:
+    ev = Evaluator(_on_worker(target, store), settings, probe=False)
+    if reproduced is not None:
+        ev.plan.reproduced(*reproduced)
+    try:
+        return ev.check_memory(result)
+    finally:
+        ev.close()
+
+
 def regression_task(target: Target, new_source: str, command: list[str] | None,
                     settings: EvalSettings) -> dict[str, Any]:
     reg = run_regression(_on_worker(target), new_source, LocalBackend(settings.isolation), default_python(), command,
@@ -307,6 +318,16 @@ class RayPool(EvaluationPool):
                                                         self.settings))
         except ClusterError as exc:
             return Regression(ran=True, passed=False, command=command or [], output_tail=str(exc))
+
+    def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
+        if self.settings.device != "cuda" or not self.settings.sanitize:
+            return None, None
+        try:
+            ran, reason = self._call(check_memory_task, self._pick(), self.target, self.settings, result, self._store,
+                                     self._reproduced)
+        except ClusterError as exc:
+            return f"not run: {exc}", None
+        return ran, reason
 
     def close(self) -> None:
         if self._running:

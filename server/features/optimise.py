@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict
 from pygls.uris import from_fs_path, to_fs_path
 from redline.evaluator.apply import unchanged
 from redline.evaluator.models import Report
-from redline.evaluator.progress import CandidateDone, Event, ProposerFailed, VersusCompile, describe
+from redline.evaluator.progress import (
+    CandidateDone,
+    Event,
+    ProposerFailed,
+    SanitizerStarted,
+    VersusCompile,
+    describe,
+)
 from redline.evaluator.proposers import hotspot_note
 from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
@@ -86,7 +93,7 @@ class _Job:
         self.token = ""
 
     def report_progress(self, event: Event) -> None:
-        if not self.token or isinstance(event, (VersusCompile, ProposerFailed)):
+        if not self.token or isinstance(event, (VersusCompile, SanitizerStarted, ProposerFailed)):
             return
         pct = min(99, int(100 * event.tried / self.options.budget)) if isinstance(event, CandidateDone) else None
         self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, lsp.WorkDoneProgressReport(

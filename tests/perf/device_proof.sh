@@ -5,7 +5,7 @@
 #   run (carry .whl):  . tests/perf/device_env.sh; sh tests/perf/device_proof.sh PART [ARGS]
 # Parts:
 #   gpu-tests [N] [GROUPS]  tests/test_gpu.py N times in a row (default 1), group by group (GROUPS:
-#                      comma-separated, of candidates checked racing builtin graph attention; default
+#                      comma-separated, of candidates checked compiling racing builtin graph attention; default
 #                      all), each group its own pytest run with a 500 s limit per test; each run's log
 #                      written to $OUT/gpu-run-N.log as it goes (a call stopped at its limit still
 #                      returns what ran), one line per group in $OUT/gpu-tests.txt, reports in
@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 case "$part" in
 gpu-tests)
   runs=${2:-1}
-  groups=$(echo "${3:-candidates,checked,racing,builtin,graph,attention}" | tr ',' ' ')
+  groups=$(echo "${3:-candidates,checked,compiling,racing,builtin,graph,attention}" | tr ',' ' ')
   i=1
   while [ "$i" -le "$runs" ]; do
     d=/tmp/proof/gpu-run-$i
@@ -32,7 +32,8 @@ gpu-tests)
     for g in $groups; do
       case "$g" in
       candidates) k="status_and_reason or winner_with or nsight or against_torch_compile" ;;
-      checked) k="sanitizer_edge" ;;
+      checked) k="reject_what_outputs" ;;
+      compiling) k="honest_compiling" ;;
       racing) k="racing_stream" ;;
       builtin) k="builtin_gpu_proposers" ;;
       graph) k="launch_bound" ;;
