@@ -26,6 +26,7 @@ from ray_cluster import LocalRayCluster  # noqa: E402
 from redline.evaluator.backends import PoolFactory  # noqa: E402
 from redline.evaluator.backends.ray_cluster import ray_factory  # noqa: E402
 from redline.evaluator.models import EvalSettings  # noqa: E402
+from redline.evaluator.progress import CandidateDone, CandidateStarted, Event  # noqa: E402
 from redline.evaluator.proposers.files import FilesProposer  # noqa: E402
 from redline.evaluator.search import Budget, optimise  # noqa: E402
 from redline.evaluator.target import Target, load_target  # noqa: E402
@@ -50,8 +51,8 @@ def run(target: Target, cands: Path, make_pool: PoolFactory | None) -> tuple[flo
     """(evaluation wall seconds, median seconds per evaluation, candidates); setup (pool start) excluded."""
     marks: list[float] = []
 
-    def progress(event: str, data: dict[str, object]) -> None:
-        if event in ("candidate_start", "candidate_done"):
+    def progress(event: Event) -> None:
+        if isinstance(event, (CandidateStarted, CandidateDone)):
             marks.append(time.perf_counter())
 
     report = optimise(target, [FilesProposer(cands)], SETTINGS, Budget(candidates=N, rounds=1), progress,
