@@ -82,7 +82,7 @@ class Evaluator:
         self._cancelled = threading.Event()
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
         self._leading = 0.0  # the best speedup verified so far (see evaluate: who gets Nsight Compute)
-        self._builds: dict[str, str | None] = {}  # each evaluated candidate's build (see _build), by id
+        self._builds: dict[str, str] = {}  # each verified candidate's build (see _build), by id
         # The reference as a candidate: each comparison's baseline worker is built exactly like the
         # candidate's (fresh process, code executed the same way), so an identical copy measures 1.
         # Methods keep the class's own definition (super() and name mangling need the class body).
@@ -161,6 +161,7 @@ class Evaluator:
         """What a worker runs. Its compiler caches: the trusted code's shared one (_compile_cache), the
         candidate's `build` (the one evaluation's, see evaluate), or else the worker's own scratch."""
         t = self.target
+        cache = self._compile_cache(candidate) if trusted else build
         module, sys_path = t.module_name, [str(t.project_root), str(t.file.parent)]
         manifest = t.inputs.manifest
         if manifest is not None and manifest.module != "__main__":
@@ -170,7 +171,7 @@ class Evaluator:
                 "inputs": self.plan.worker_spec(), "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
-                **({"compile_cache": self._compile_cache(candidate) if trusted else build} if trusted or build else {})}
+                **({"compile_cache": cache} if cache else {})}
 
     def _compile_cache(self, candidate: str | None) -> str:
         """The compiler cache of one trusted code (the target's, or one built-in variant's): shared by
@@ -259,7 +260,6 @@ class Evaluator:
         started = time.perf_counter()
         baseline = reference if reference is not None else self._reference_code
         build = None if trusted else self._build(code)
-        self._builds[cid] = build
         try:
             result = self._stages(lambda first_seen=False: self._pair(code, trusted, baseline, None if first_seen else build),
                                   base, trusted)
@@ -279,6 +279,10 @@ class Evaluator:
             self._leading = result.speedup or 0.0
             result.kernel_profile = self.profile_kernels(code, trusted, build)
             result.eval_s = time.perf_counter() - started
+        if build is not None and result.status == "ok":
+            self._builds[cid] = build  # for its compute-sanitizer run, should it be offered (check_memory)
+        elif build is not None:
+            shutil.rmtree(build, ignore_errors=True)  # never offered: nothing will load it again
         return result
 
     def _pair(self, code: str, trusted: bool, baseline: str | None, build: str | None) -> tuple[Channel, Channel]:
@@ -366,7 +370,7 @@ class Evaluator:
         """compute-sanitizer on a verified candidate about to be offered (search.py runs it on the winner,
         after the search and outside its time limit): what ran, and the reason to reject it, if any.
         (None, None) where it does not apply: not on CUDA, or turned off."""
-        if self.settings.device != "cuda" or not self.settings.sanitize:
+        if not self.settings.checks_memory:
             return None, None
         self._cancelled.clear()  # a search stopped by its time limit has cancelled the evaluator
         ran, unsafe = self.sanitize(result.code, result.origin.startswith("builtin:"), self._builds.get(result.id))

@@ -45,6 +45,11 @@ class EvalSettings(_Model):
     isolation: Literal["auto", "bwrap", "process"] = Field(
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")
 
+    @property
+    def checks_memory(self) -> bool:
+        """Whether the candidate offered is checked under compute-sanitizer first (CUDA, not turned off)."""
+        return self.device == "cuda" and self.sanitize
+
 
 class Interval(_Model):
     median_s: float

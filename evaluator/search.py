@@ -288,9 +288,11 @@ class Search:
     def _memory_safe(self, pool: EvaluationPool, cand: CandidateResult) -> bool:
         """compute-sanitizer on CUDA, once, on the candidate about to be offered (the search's time limit
         does not cut it short; it is announced). One it reports is `incorrect` from here on."""
-        if self.cancel.is_set():
-            return True  # the best verified so far is offered as it is; the report shows the check did not run
-        if self.settings.device == "cuda" and self.settings.sanitize:
+        if self.cancel.is_set():  # the best verified so far is offered as it is
+            if self.settings.checks_memory:
+                self.archive.replace(cand.model_copy(update={"sanitizer": "not run: the run was cancelled"}))
+            return True
+        if self.settings.checks_memory:
             self.say(SanitizerStarted(cand.id))
         ran, reason = pool.check_memory(cand)
         if ran is None:

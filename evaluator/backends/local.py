@@ -28,10 +28,6 @@ class LocalPool(EvaluationPool):
         self.notes = list(self.evaluator.notes)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()
-        self._idle = threading.Event()  # no evaluation queued or running (one a time limit cut off has wound up)
-        self._idle.set()
-        self._pending = 0  # jobs submitted and not finished (under _lock, with _idle)
-        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name="redline-local-pool", daemon=True)
         self._thread.start()
 
@@ -53,15 +49,9 @@ class LocalPool(EvaluationPool):
                                          code=job.code, approach=job.approach, status="infra_error",
                                          reason=f"the harness failed: {exc.__class__.__name__}: {exc}")
             self._done.put(result)
-            with self._lock:
-                self._pending -= 1
-                if self._pending == 0:
-                    self._idle.set()
+            self._jobs.task_done()
 
     def submit(self, job: Job) -> None:
-        with self._lock:
-            self._pending += 1
-            self._idle.clear()
         self._jobs.put(job)
 
     def next_done(self, timeout: float) -> CandidateResult | None:
@@ -78,7 +68,7 @@ class LocalPool(EvaluationPool):
         return run_regression(target, new_source, ev.backend, ev.python, command, ev.settings.limits)
 
     def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
-        self._idle.wait()  # the evaluation a time limit cut off is over before the evaluator is reused
+        self._jobs.join()  # every job submitted has finished (one a time limit cut off has wound up)
         return self.evaluator.check_memory(result)
 
     def close(self) -> None:

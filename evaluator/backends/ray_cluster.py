@@ -320,7 +320,7 @@ class RayPool(EvaluationPool):
             return Regression(ran=True, passed=False, command=command or [], output_tail=str(exc))
 
     def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
-        if self.settings.device != "cuda" or not self.settings.sanitize:
+        if not self.settings.checks_memory:  # no task sent where Evaluator.check_memory would do nothing
             return None, None
         try:
             ran, reason = self._call(check_memory_task, self._pick(), self.target, self.settings, result, self._store,
