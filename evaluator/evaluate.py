@@ -273,9 +273,9 @@ class Evaluator:
             for w in self._untrack():
                 w.close()
         # Nsight Compute on the leading candidates only: each verified one at least as fast as every one
-        # before it against the target.
-        if result.status == "ok" and self.settings.device == "cuda" and self.settings.kernel_profile and \
-                reference is None and (result.speedup or 0.0) >= self._leading:
+        # before it against the target. The verdict stands without the profile where a cancel stops it.
+        if result.status == "ok" and self.settings.profiles_kernels and reference is None and \
+                (result.speedup or 0.0) >= self._leading:
             self._leading = result.speedup or 0.0
             result.kernel_profile = self.profile_kernels(code, trusted, build)
             result.eval_s = time.perf_counter() - started
@@ -407,7 +407,7 @@ class Evaluator:
     def profile_kernels(self, code: str | None, trusted: bool, build: str | None = None) -> KernelProfile | None:
         """Nsight Compute on `code`'s kernels in a sandboxed worker; None where ncu is missing or fails."""
         ncu = ncu_path()
-        if ncu is None:
+        if ncu is None or self._cancelled.is_set():
             return None
         with self._under(code, trusted, ncu_prefix(ncu), build=build) as worker:
             try:

@@ -46,6 +46,11 @@ class EvalSettings(_Model):
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")
 
     @property
+    def profiles_kernels(self) -> bool:
+        """Whether the leading verified candidates are profiled with Nsight Compute (CUDA, not turned off)."""
+        return self.device == "cuda" and self.kernel_profile
+
+    @property
     def checks_memory(self) -> bool:
         """Whether the candidate offered is checked under compute-sanitizer first (CUDA, not turned off)."""
         return self.device == "cuda" and self.sanitize

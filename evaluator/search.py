@@ -30,6 +30,8 @@ from .report import RunLog, id_order, interval, unified_diff
 from .specialise import guarded
 from .target import EditError, Target, TargetError, apply_candidate
 
+WIND_UP_S = 10.0  # how long evaluations stopped by the time limit get to return what they have
+
 
 @dataclass
 class Budget:
@@ -139,13 +141,15 @@ class Search:
             result = pool.next_done(min(0.2, left))
             if result is None or self.cancel.is_set():
                 continue  # a candidate cut short by cancelling is not a result
-            prop = self.in_flight.pop(result.id)
-            self.archive.add(result)
-            self.log.add(result, prop)
-            self._guard(result, prop)
-            best = self.archive.best
-            self.say(CandidateDone(result.id, result.status, result.reason, result.speedup, len(self.archive.results),
-                                   best.speedup if best else None, result.round))
+            self._record(result, self.in_flight.pop(result.id))
+
+    def _record(self, result: CandidateResult, prop: Proposal) -> None:
+        self.archive.add(result)
+        self.log.add(result, prop)
+        self._guard(result, prop)
+        best = self.archive.best
+        self.say(CandidateDone(result.id, result.status, result.reason, result.speedup, len(self.archive.results),
+                               best.speedup if best else None, result.round))
 
     def _guard(self, result: CandidateResult, prop: Proposal) -> None:
         """A candidate wrong only at edge variants of its inputs: where the project allows specialising this
@@ -162,12 +166,29 @@ class Search:
                                                       parent=result.id, trusted=prop.trusted)))
 
     def _cut_off(self, pool: EvaluationPool) -> None:
-        """The time limit is reached: the candidates still being evaluated are stopped and not counted."""
+        """The time limit is reached: the evaluations still running are stopped. One whose verdict was
+        already reached (stopped while Nsight Compute profiled it) keeps that verdict, without the profile;
+        the others are not counted. Stopped evaluations wind up within WIND_UP_S."""
         self.timed_out = True
-        self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached: "
-                          f"{', '.join(sorted(self.in_flight, key=lambda c: int(c[1:])))} stopped and not counted")
         pool.cancel()
+        stopped: list[str] = []
+        until = time.monotonic() + WIND_UP_S
+        while self.in_flight and (left := until - time.monotonic()) > 0:
+            result = pool.next_done(min(0.2, left))
+            if result is None or result.id not in self.in_flight:
+                continue
+            prop = self.in_flight.pop(result.id)
+            if result.status == "infra_error":  # cancelled while it ran: no verdict
+                stopped.append(result.id)
+            else:
+                self._record(result, prop)
+        stopped += self.in_flight
         self.in_flight.clear()
+        if stopped:
+            self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached: "
+                              f"{', '.join(sorted(stopped, key=lambda c: int(c[1:])))} stopped and not counted")
+        else:
+            self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached")
 
     def _fill(self, pool: EvaluationPool) -> None:
         """Submit queued proposals while the pool has room, proposing a new round when the queue is empty."""

@@ -466,3 +466,51 @@ def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_p
     assert any("compute-sanitizer rejects it" in n for n in report.notes)
     # Both were verified before the time limit stopped the third: the check ran after it, not lost to it.
     assert any(n.startswith("the time limit (30 s) was reached") for n in report.notes), report.notes
+
+
+def test_a_verdict_reached_before_the_time_limit_survives_the_profile_it_cuts_off(tmp_path: Path) -> None:
+    """Nsight Compute profiles a leading CUDA candidate after its verdict; where the search's time limit
+    falls during that profile, the candidate keeps its verdict (and can win) without the profile. ncu
+    needs a CUDA GPU, which CI has not: the evaluator's profile is a stand-in here that makes the time
+    limit fall as it starts (the budget's wall clock set to zero) and then waits for the search's cut-off
+    to cancel it, so the limit always lands inside the profile."""
+    from redline.evaluator.backends import LocalPool
+    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.models import EvalSettings, KernelProfile
+    from redline.evaluator.proposers.files import FilesProposer
+    from redline.evaluator.search import Budget, optimise
+    from redline.evaluator.target import Target, load_target
+
+    class Profiled(EvalSettings):
+        @property
+        def profiles_kernels(self) -> bool:  # as on CUDA with ncu installed
+            return True
+
+    budget = Budget(candidates=3, rounds=1, wall_s=600)
+    profiled: list[str] = []
+
+    class Evaluated(Evaluator):
+        def profile_kernels(self, code: str | None, trusted: bool, build: str | None = None) -> KernelProfile | None:
+            profiled.append(code or "")
+            budget.wall_s = 0.0
+            assert self._cancelled.wait(60), "the time limit did not cancel the profile"
+            return None
+
+    adv = Path(__file__).parent / "adversarial"
+    shutil.copy(adv / "target.py", tmp_path / "target.py")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(adv / "candidates" / "honest_vectorised.py", cands / "a_vectorised.py")
+    (cands / "b_never.py").write_text("def affine(x, w):\n    return x * w + 1.0 + 0.0\n")
+
+    def pool(target: Target, settings: EvalSettings) -> LocalPool:
+        return LocalPool(target, settings, Evaluated(target, settings))
+
+    report = optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [FilesProposer(cands)], Profiled(), budget,
+                      runs_dir=tmp_path / "runs", make_pool=pool)
+    (fast,) = report.candidates  # the second never started
+    assert fast.origin == "file:a_vectorised.py" and fast.status == "ok" and fast.kernel_profile is None, fast.reason
+    assert profiled == [fast.code]
+    assert report.winner is not None and report.winner.id == fast.id
+    assert "the time limit (0 s) was reached" in report.notes, report.notes
