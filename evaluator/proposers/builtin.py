@@ -207,9 +207,10 @@ class IdiomProposer(Proposer):
 
 class TritonTemplateProposer(Proposer):
     """A target (a function, or a method such as a KernelBench model's forward) that is one row operation
-    over the last dimension (softmax, layer norm, RMS norm, as written or once the idioms are
-    rewritten) as Triton kernels (templates.py), in up to four launch configurations ordered by the
-    input's shape; on CUDA only (Triton's CPU interpreter is for tests)."""
+    over the last dimension (softmax, log-softmax, layer norm, RMS norm, cross-entropy over class
+    indices, as written or once the idioms are rewritten) as Triton kernels (templates.py), in up to
+    four launch configurations ordered by the input's shape; on CUDA only (Triton's CPU interpreter is
+    for tests)."""
 
     name = "triton-templates"
 

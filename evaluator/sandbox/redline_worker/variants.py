@@ -5,8 +5,11 @@ Arrays and tensors change together by dimension size: every axis of every argume
 becomes 1, an odd size just below d, or 0 (arguments that must agree, such as a bias whose length is
 the matrix's last dimension, keep agreeing). A size that a tensor held by the call's object has (a
 model's weight, for its forward; an instance passed as an argument) is the object's, which no
-variant can change, so it stays as it is. A layout variant passes the same values as non-contiguous
-views. Sequences and strings become empty, one item long, or an odd length. Large arrays shrink their
+variant can change, so it stays as it is. Integer arrays may hold indices into the others (class
+targets, token ids, gather positions): where a variant cuts an axis their values could index, values
+past the new size wrap into it, so the indices stay valid (on CUDA an index out of range is a
+device-side assert, which no later call in that process survives). A layout variant passes the same
+values as non-contiguous views. Sequences and strings become empty, one item long, or an odd length. Large arrays shrink their
 other long axes, so that a variant costs at most about what the call does. The list is the same in
 every process for the same arguments, so the reference and the candidate run the same variants.
 """
@@ -58,10 +61,49 @@ def _new_shape(shape: Any, sizes: dict[int, int], shrink: bool, keep: frozenset[
     return out
 
 
-def _resize(value: Any, sizes: dict[int, int], shrink: bool, keep: frozenset[int]) -> Any:
-    """`value` with every axis of size `d` in `sizes` cut to `sizes[d]` (a contiguous copy)."""
+def _resize(value: Any, sizes: dict[int, int], shrink: bool, keep: frozenset[int], cut: dict[int, int]) -> Any:
+    """`value` with every axis of size `d` in `sizes` cut to `sizes[d]` (a contiguous copy); an integer
+    array's values kept inside the axes they may index (`cut`: every axis size the variant changes)."""
     out = value[tuple(slice(0, n) for n in _new_shape(value.shape, sizes, shrink, keep))]
-    return out.copy() if hasattr(out, "copy") and not hasattr(out, "clone") else out.clone()
+    out = out.copy() if hasattr(out, "copy") and not hasattr(out, "clone") else out.clone()
+    return _indices_inside(out, cut)
+
+
+def _cut(arrays: list[Any], change: dict[int, int], large: bool, keep: frozenset[int]) -> dict[int, int]:
+    """Every axis size a variant changes, to what: the varied size, and the long axes of a large call."""
+    out = dict(change)
+    for a in arrays:
+        for n in a.shape:
+            if large and int(n) > _SHRUNK and int(n) not in keep:
+                out.setdefault(int(n), _SHRUNK)
+    return out
+
+
+def _integer_top(value: Any) -> int | None:
+    """The largest value of a non-empty integer array (bool excluded); None for any other array."""
+    torch = sys.modules.get("torch")
+    if torch is not None and _type(value) is torch.Tensor:
+        integer = not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool
+        empty = value.numel() == 0
+    else:
+        integer, empty = value.dtype.kind in "iu", value.size == 0
+    return int(value.max()) if integer and not empty else None
+
+
+def _indices_inside(value: Any, cut: dict[int, int]) -> Any:
+    """An integer array whose largest value is v can index any axis longer than v; where the variant cuts
+    such an axis to t, the values at or above t wrap (v % t). Negative values (sentinels such as an
+    ignore_index) stay as they are."""
+    top = _integer_top(value)
+    caps = [t for d, t in cut.items() if top is not None and d > top >= t >= 1]
+    if not caps:
+        return value
+    cap = min(caps)
+    wrapped = value % cap
+    torch = sys.modules.get("torch")
+    if torch is not None and _type(value) is torch.Tensor:
+        return torch.where(value >= cap, wrapped, value)
+    return sys.modules["numpy"].where(value >= cap, wrapped, value).astype(value.dtype)
 
 
 def _strided(value: Any) -> Any:
@@ -92,10 +134,11 @@ def derive(args: tuple[Any, ...], kwargs: dict[str, Any],
         keep = frozenset(int(n) for a in _held([*values, getattr(fn, "__self__", None)]) for n in a.shape)
         large = any(int(a.numel() if hasattr(a, "numel") else a.size) > _LARGE for a in arrays)
         sizes = sorted({int(n) for a in arrays for n in a.shape if int(n) > 1} - keep, reverse=True)
+        tops = [top for top in map(_integer_top, arrays) if top is not None]
         for d in sizes:
-            for t in (_odd_below(d), 1, 0):
-                if t < 0 or t == d:
-                    continue
+            for t in dict.fromkeys((_odd_below(d), 1, 0)):
+                if t < 0 or t == d or (t == 0 and any(d > top for top in tops)):
+                    continue  # no index is valid in an emptied axis: such a call is outside the domain
                 change = {d: t}
                 out.append((_shape_label([_new_shape(a.shape, change, large, keep) for a in arrays]),
                             _array_transform(arrays, change, large, keep)))
@@ -111,7 +154,8 @@ def derive(args: tuple[Any, ...], kwargs: dict[str, Any],
 
 def _array_transform(arrays: list[Any], change: dict[int, int], large: bool, keep: frozenset[int]) -> Transform:
     ids = {id(a) for a in arrays}
-    return lambda v: _resize(v, change, large, keep) if id(v) in ids else v
+    cut = _cut(arrays, change, large, keep)
+    return lambda v: _resize(v, change, large, keep, cut) if id(v) in ids else v
 
 
 def _layout_transform(arrays: list[Any]) -> Transform:
