@@ -420,6 +420,21 @@ def test_a_candidate_is_built_once_per_evaluation_and_its_later_workers_load_the
         ev.close()
 
 
+ADV = Path(__file__).parent / "adversarial"
+
+
+def affine_project(tmp_path: Path, cands: dict[str, str]) -> Path:
+    """The adversarial suite's `affine` target in a project at tmp_path, and a folder of candidate files
+    (name: code), which is returned."""
+    shutil.copy(ADV / "target.py", tmp_path / "target.py")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    folder = tmp_path / "cands"
+    folder.mkdir()
+    for name, code in cands.items():
+        (folder / name).write_text(code)
+    return folder
+
+
 def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_path: Path) -> None:
     """compute-sanitizer runs after the search, on the candidate about to be offered, fastest first: one
     it rejects is `incorrect` with the tool's finding and the next fastest is offered. The tool needs a
@@ -432,15 +447,11 @@ def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_p
     from redline.evaluator.search import Budget, optimise
     from redline.evaluator.target import Target, load_target
 
-    adv = Path(__file__).parent / "adversarial"
-    shutil.copy(adv / "target.py", tmp_path / "target.py")
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
-    cands = tmp_path / "cands"
-    cands.mkdir()
-    shutil.copy(adv / "candidates" / "honest_vectorised.py", cands / "vectorised.py")
-    (cands / "listed.py").write_text("import numpy as np\n\n\ndef affine(x, w):\n"
-                                     "    return np.array([a * b + 1.0 for a, b in zip(x.tolist(), w.tolist())])\n")
-    shutil.copy(adv / "candidates" / "hang_at_call.py", cands / "zz_hangs.py")  # stopped by the time limit
+    cands = affine_project(tmp_path, {
+        "vectorised.py": (ADV / "candidates" / "honest_vectorised.py").read_text(),
+        "listed.py": "import numpy as np\n\n\ndef affine(x, w):\n"
+                     "    return np.array([a * b + 1.0 for a, b in zip(x.tolist(), w.tolist())])\n",
+        "zz_hangs.py": (ADV / "candidates" / "hang_at_call.py").read_text()})  # stopped by the time limit
     asked: list[str] = []
     pools: list[LocalPool] = []
 
@@ -496,13 +507,8 @@ def test_a_verdict_reached_before_the_time_limit_survives_the_profile_it_cuts_of
             assert self._cancelled.wait(60), "the time limit did not cancel the profile"
             return None
 
-    adv = Path(__file__).parent / "adversarial"
-    shutil.copy(adv / "target.py", tmp_path / "target.py")
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
-    cands = tmp_path / "cands"
-    cands.mkdir()
-    shutil.copy(adv / "candidates" / "honest_vectorised.py", cands / "a_vectorised.py")
-    (cands / "b_never.py").write_text("def affine(x, w):\n    return x * w + 1.0 + 0.0\n")
+    cands = affine_project(tmp_path, {"a_vectorised.py": (ADV / "candidates" / "honest_vectorised.py").read_text(),
+                                      "b_never.py": "def affine(x, w):\n    return x * w + 1.0 + 0.0\n"})
 
     def pool(target: Target, settings: EvalSettings) -> LocalPool:
         return LocalPool(target, settings, Evaluated(target, settings))

@@ -98,13 +98,12 @@ def _match(source: str) -> tuple[str, ast.FunctionDef, ast.Call] | None:
     for op, names in _OPS.items():
         if name in names and _supported(op, call):
             return op, fn, call
-    attr = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-    if attr in _SOFTMAXES and name not in _OPS[attr]:
-        method = ast.Call(func=ast.Name(f"torch.{attr}"), args=[call.func.value, *call.args],  # type: ignore[attr-defined]
-                          keywords=call.keywords)
-        if _supported(attr, method):  # x.softmax(-1)
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _SOFTMAXES and name not in _OPS[func.attr]:
+        method = ast.Call(func=ast.Name(f"torch.{func.attr}"), args=[func.value, *call.args], keywords=call.keywords)
+        if _supported(func.attr, method):  # x.softmax(-1), x.log_softmax(-1)
             body[0].value = method
-            return attr, fn, method
+            return func.attr, fn, method
     return None
 
 
