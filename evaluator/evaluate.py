@@ -299,7 +299,11 @@ class Evaluator:
         try:
             gpu_info = self._load(cand, ref)
             first = self._first_seen(timings[0], cand, ref) if self.plan.captured else None
-            covered = self.gate.check(cand, ref)
+            checked = self.gate.check(cand, ref)
+            if checked.device_fault:  # neither worker's CUDA context survives it: time in a fresh pair
+                cand, ref = pair()
+                cands.append(cand)
+                self._load(cand, ref)
             verdict = timings[0].measure(cand, ref, gpu_info)
             if first is not None:
                 verdict = with_first_seen(verdict, self._first_seen_of(timings[0], verdict, first, pair, cands),
@@ -319,7 +323,7 @@ class Evaluator:
         finally:
             for timing in timings:
                 self.baseline_times.extend(timing.baseline_times)
-        return CandidateResult(status=verdict.status, reason=verdict.reason, shapes_checked=covered,
+        return CandidateResult(status=verdict.status, reason=verdict.reason, shapes_checked=checked.shapes,
                                cpu_s=sum(c.cpu_seconds() for c in cands), **verdict.fields, **base)
 
     def _load(self, cand: Channel, ref: Channel) -> dict[str, Any] | None:

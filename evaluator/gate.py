@@ -3,18 +3,34 @@ and the comparisons the timing stage reuses on timed calls' outputs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from .compare import Mismatch, compare
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
-from .protocol import Check, Encoded, Oracle, Reproduced, Run, Variants
+from .protocol import Check, Encoded, ErrorInfo, Oracle, Reproduced, Run, Variants
 from .verdict import Channel, Rejected, error_line
+
+
+@dataclass
+class Checked:
+    shapes: list[str] = field(default_factory=list)  # the edge variants the candidate matched the reference at
+    # The variant at which the reference's CUDA context failed (a device-side assert): nothing more runs
+    # in either worker, so the edge checks stop there and the timing needs a fresh pair.
+    device_fault: str = ""
+
+
+def device_fault(err: ErrorInfo | None) -> bool:
+    """An error after which a process's CUDA context is unusable: torch reports a device-side assert or an
+    illegal address as 'CUDA error: ...' (torch.AcceleratorError), here and on every later CUDA call."""
+    return err is not None and err.message.startswith("CUDA error")
 
 
 class Gate:
     def __init__(self, settings: EvalSettings, plan: InputPlan) -> None:
         self.settings, self.plan = settings, plan
 
-    def check(self, cand: Channel, ref: Channel) -> list[str]:
+    def check(self, cand: Channel, ref: Channel) -> Checked:
         """Raise the candidate's verdict unless it matches the reference on every checked input: the
         same outcome (or exception type), the same on a second call, no threads or unordered streams
         left behind, no aliasing the reference does not do, and inputs left as the reference leaves them;
@@ -37,15 +53,15 @@ class Gate:
                 rej.correct_at = sorted({r.key for r in want.results if r.key})
             raise
 
-    def _variants(self, cand: Channel, ref: Channel, seeds: list[int]) -> list[str]:
+    def _variants(self, cand: Channel, ref: Channel, seeds: list[int]) -> Checked:
         """The candidate on edge variants of the first inputs (other shapes and layouts, derived in the
         worker), one at a time so that a crash names its shapes: it must match the reference on every
-        one the reference itself accepts. Returns the shapes checked."""
+        one the reference itself accepts, up to one at which the reference's CUDA context fails."""
+        checked = Checked()
         if not seeds:
-            return []
+            return checked
         listing = ref.ask(Variants(seeds=seeds, inputs=2)).variants
         sample = fresh_seeds(1)[0]
-        covered: list[str] = []
         for v in listing:
             one = Variants(seeds=[v.seed], inputs=1, only=[v.index], sample_seed=sample)
             try:
@@ -58,6 +74,9 @@ class Gate:
                 raise Rejected(rej.status, f"correct at {v.base}; at {v.label} (outside the function's domain): "
                                f"{rej.reason}", rej.tail)
             want = ref.ask(one).variants
+            if want and device_fault(want[0].error):
+                checked.device_fault = v.label
+                return checked
             if not want or want[0].error is not None or want[0].layout_dependent:
                 continue  # outside the function's domain: the reference rejects it, or assumes a layout
             w, g = want[0], got[0] if got else None
@@ -66,9 +85,9 @@ class Gate:
                                f"candidate {'raises ' + error_line(g.error) if g and g.error else 'does not run'}",
                                g.error.tb if g and g.error else "")
             self.same(w.output, g.output, "output", f"correct at {w.base}; wrong at {w.label}: ", oracle=w.oracle)
-            if w.label not in covered:
-                covered.append(w.label)
-        return covered
+            if w.label not in checked.shapes:
+                checked.shapes.append(w.label)
+        return checked
 
     def _one(self, rr: Run, g1: Run, g2: Run, seed: int, oracle: Encoded | None, what: str) -> None:
         for run in (g1, g2):
