@@ -274,8 +274,8 @@ class Evaluator:
                 w.close()
         # Nsight Compute on the leading candidates only: each verified one at least as fast as every one
         # before it against the target. The verdict stands without the profile where a cancel stops it.
-        if result.status == "ok" and self.settings.profiles_kernels and reference is None and \
-                (result.speedup or 0.0) >= self._leading:
+        if result.status == "ok" and self.settings.profiles_kernels and self.settings.profile_leaders and \
+                reference is None and (result.speedup or 0.0) >= self._leading:
             self._leading = result.speedup or 0.0
             result.kernel_profile = self.profile_kernels(code, trusted, build)
             result.eval_s = time.perf_counter() - started
@@ -379,6 +379,14 @@ class Evaluator:
         self._cancelled.clear()  # a search stopped by its time limit has cancelled the evaluator
         ran, unsafe = self.sanitize(result.code, result.origin.startswith("builtin:"), self._builds.get(result.id))
         return ran, unsafe.reason if unsafe is not None else None
+
+    def profile_offered(self, result: CandidateResult) -> KernelProfile | None:
+        """Nsight Compute on the verified candidate about to be offered (search.py, after the search, where
+        no proposer read the leading candidates' profiles during it); None where it does not apply."""
+        if not self.settings.profiles_kernels:
+            return None
+        self._cancelled.clear()  # as in check_memory
+        return self.profile_kernels(result.code, result.origin.startswith("builtin:"), self._builds.get(result.id))
 
     def sanitize(self, code: str, trusted: bool, build: str | None = None) -> tuple[str, Rejected | None]:
         """compute-sanitizer's tools (sanitizer.py) on `code` in sandboxed workers, one fresh input each:

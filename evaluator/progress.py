@@ -44,12 +44,18 @@ class SanitizerStarted:
 
 
 @dataclass(frozen=True)
+class ProfileStarted:
+    id: str
+
+
+@dataclass(frozen=True)
 class ProposerFailed:
     proposer: str
     error: str
 
 
-Event = CandidateStarted | CandidateDone | RegressionStarted | VersusCompile | SanitizerStarted | ProposerFailed
+Event = (CandidateStarted | CandidateDone | RegressionStarted | VersusCompile | SanitizerStarted | ProfileStarted
+         | ProposerFailed)
 ProgressFn = Callable[[Event], None]
 
 
@@ -67,6 +73,8 @@ def describe(event: Event, reason_chars: int = 160) -> str:
         return f"timing {event.id} against torch.compile of the target"
     if isinstance(event, SanitizerStarted):
         return f"checking {event.id} under compute-sanitizer"
+    if isinstance(event, ProfileStarted):
+        return f"profiling {event.id} with Nsight Compute"
     return f"proposer {event.proposer} failed: {event.error}"
 
 

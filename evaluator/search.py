@@ -17,6 +17,7 @@ from .models import CandidateResult, Cost, EvalSettings, Regression, Report, Tar
 from .progress import (
     CandidateDone,
     CandidateStarted,
+    ProfileStarted,
     ProgressFn,
     ProposerFailed,
     RegressionStarted,
@@ -74,7 +75,8 @@ class Search:
         if settings.rtol is None and settings.atol is None:
             rtol, atol = self.config.tolerance(target.spec)
             settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
-        self.settings = settings
+        # Nsight Compute during the search only where a proposer reads its profiles (_profile_offered).
+        self.settings = settings.model_copy(update={"profile_leaders": any(p.reads_kernel_profiles for p in proposers)})
         self.archive = Archive()
         self.notes: list[str] = []
         self.tokens = 0
@@ -169,7 +171,6 @@ class Search:
         """The time limit is reached: the evaluations still running are stopped. One whose verdict was
         already reached (stopped while Nsight Compute profiled it) keeps that verdict, without the profile;
         the others are not counted. Stopped evaluations wind up within WIND_UP_S."""
-        self.timed_out = True
         pool.cancel()
         stopped: list[str] = []
         until = time.monotonic() + WIND_UP_S
@@ -184,11 +185,17 @@ class Search:
                 self._record(result, prop)
         stopped += self.in_flight
         self.in_flight.clear()
-        if stopped:
-            self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached: "
-                              f"{', '.join(sorted(stopped, key=lambda c: int(c[1:])))} stopped and not counted")
-        else:
-            self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached")
+        self._time_up(stopped)
+
+    def _time_up(self, stopped: list[str]) -> None:
+        """The time limit is reached (said once), and the evaluations it stopped, if any, named."""
+        names = ", ".join(sorted(stopped, key=lambda c: int(c[1:])))
+        if self.timed_out and names:
+            self.notes.append(f"{names} stopped by the time limit and not counted")
+        elif not self.timed_out:
+            self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached"
+                              + (f": {names} stopped and not counted" if names else ""))
+        self.timed_out = True
 
     def _fill(self, pool: EvaluationPool) -> None:
         """Submit queued proposals while the pool has room, proposing a new round when the queue is empty."""
@@ -202,6 +209,8 @@ class Search:
                 continue  # the same code was measured already
             if self._out_of_budget():
                 self.submitting = False
+                if time.monotonic() - self.started > self.budget.wall_s:
+                    self._time_up([])  # between two candidates: none was running
                 return
             self.seen_code.add(prop.code.strip())
             self.numbered += 1
@@ -251,6 +260,12 @@ class Search:
 
     # ---------------------------------------------------------- the winner
     def _winner(self, pool: EvaluationPool) -> tuple[Winner | None, Regression | None]:
+        winner, regression = self._offered(pool)
+        if winner is not None:
+            self._profile_offered(pool, winner.id)
+        return winner, regression
+
+    def _offered(self, pool: EvaluationPool) -> tuple[Winner | None, Regression | None]:
         winner, regression = self._pick(pool, self.archive.verified)
         if winner is None or self.cancel.is_set():
             return winner, regression
@@ -265,6 +280,20 @@ class Search:
         if fallback is None:
             return winner, regression
         return _as_compile(fallback), fallback_regression
+
+    def _profile_offered(self, pool: EvaluationPool, cid: str) -> None:
+        """Nsight Compute on the candidate offered, where no profile of it was taken during the search (no
+        proposer read them): announced; not after a cancel, nor past the time limit (a note says so)."""
+        offered = self.archive.find(cid)
+        if not self.settings.profiles_kernels or offered.kernel_profile is not None or self.cancel.is_set():
+            return
+        if self.timed_out:
+            self.notes.append(f"{cid} was not profiled with Nsight Compute: the time limit was reached")
+            return
+        self.say(ProfileStarted(cid))
+        profile = pool.profile_offered(offered)
+        if profile is not None:
+            self.archive.replace(offered.model_copy(update={"kernel_profile": profile}))
 
     def _pick(self, pool: EvaluationPool, candidates: list[CandidateResult],
               original: Regression | None = None) -> tuple[Winner | None, Regression | None]:

@@ -11,9 +11,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import redline, wait_for_spinning
+from redline.evaluator import search
+from redline.evaluator.backends import LocalPool
+from redline.evaluator.evaluate import Evaluator
+from redline.evaluator.models import CandidateResult, EvalSettings, KernelProfile, KernelStat
+from redline.evaluator.progress import ProfileStarted
+from redline.evaluator.proposers.files import FilesProposer
+from redline.evaluator.target import Target, load_target
 
 VECTOR = "def affine(x, w):\n    return x * w + 1.0\n"
 
@@ -441,12 +449,6 @@ def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_p
     CUDA GPU, which CI has not: the pool's check is a stand-in here that rejects the first candidate it
     is asked about (tests/test_gpu.py runs the real tool on the device). A third candidate hangs until
     the search's time limit stops it: the check still runs, after the limit."""
-    from redline.evaluator.backends import LocalPool
-    from redline.evaluator.models import CandidateResult, EvalSettings
-    from redline.evaluator.proposers.files import FilesProposer
-    from redline.evaluator.search import Budget, optimise
-    from redline.evaluator.target import Target, load_target
-
     cands = affine_project(tmp_path, {
         "vectorised.py": (ADV / "candidates" / "honest_vectorised.py").read_text(),
         "listed.py": "import numpy as np\n\n\ndef affine(x, w):\n"
@@ -467,8 +469,8 @@ def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_p
         pools[0].check_memory = check_memory  # type: ignore[method-assign]
         return pools[0]
 
-    report = optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [FilesProposer(cands)], EvalSettings(),
-                      Budget(candidates=3, rounds=1, wall_s=30), runs_dir=tmp_path / "runs", make_pool=pool)
+    report = search.optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [FilesProposer(cands)], EvalSettings(),
+                             search.Budget(candidates=3, rounds=1, wall_s=30), runs_dir=tmp_path / "runs", make_pool=pool)
     by_origin = {c.origin: c for c in report.candidates}
     fast, slow = by_origin["file:vectorised.py"], by_origin["file:listed.py"]
     assert asked == [fast.id, slow.id], asked  # the fastest first, then the next
@@ -479,25 +481,28 @@ def test_the_winner_is_checked_for_memory_errors_once_before_it_is_offered(tmp_p
     assert any(n.startswith("the time limit (30 s) was reached") for n in report.notes), report.notes
 
 
+class Profiled(EvalSettings):
+    """Settings as on CUDA with Nsight Compute installed (for stand-ins of the tool: CI has no GPU)."""
+
+    @property
+    def profiles_kernels(self) -> bool:
+        return True
+
+
+class ReadingProfiles(FilesProposer):
+    """File candidates from a proposer whose prompts would show the profiles, as the LLM's do."""
+
+    reads_kernel_profiles = True
+
+
 def test_a_verdict_reached_before_the_time_limit_survives_the_profile_it_cuts_off(tmp_path: Path) -> None:
-    """Nsight Compute profiles a leading CUDA candidate after its verdict; where the search's time limit
-    falls during that profile, the candidate keeps its verdict (and can win) without the profile. ncu
-    needs a CUDA GPU, which CI has not: the evaluator's profile is a stand-in here that makes the time
-    limit fall as it starts (the budget's wall clock set to zero) and then waits for the search's cut-off
-    to cancel it, so the limit always lands inside the profile."""
-    from redline.evaluator.backends import LocalPool
-    from redline.evaluator.evaluate import Evaluator
-    from redline.evaluator.models import EvalSettings, KernelProfile
-    from redline.evaluator.proposers.files import FilesProposer
-    from redline.evaluator.search import Budget, optimise
-    from redline.evaluator.target import Target, load_target
-
-    class Profiled(EvalSettings):
-        @property
-        def profiles_kernels(self) -> bool:  # as on CUDA with ncu installed
-            return True
-
-    budget = Budget(candidates=3, rounds=1, wall_s=600)
+    """Where a proposer reads Nsight Compute's profiles, each leading CUDA candidate is profiled after its
+    verdict, during the search; where the search's time limit falls during that profile, the candidate
+    keeps its verdict (and can win) without the profile. ncu needs a CUDA GPU, which CI has not: the
+    evaluator's profile is a stand-in here that makes the time limit fall as it starts (the budget's wall
+    clock set to zero) and then waits for the search's cut-off to cancel it, so the limit always lands
+    inside the profile."""
+    budget = search.Budget(candidates=3, rounds=1, wall_s=600)
     profiled: list[str] = []
 
     class Evaluated(Evaluator):
@@ -513,10 +518,55 @@ def test_a_verdict_reached_before_the_time_limit_survives_the_profile_it_cuts_of
     def pool(target: Target, settings: EvalSettings) -> LocalPool:
         return LocalPool(target, settings, Evaluated(target, settings))
 
-    report = optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [FilesProposer(cands)], Profiled(), budget,
-                      runs_dir=tmp_path / "runs", make_pool=pool)
+    report = search.optimise(load_target(f"{tmp_path / 'target.py'}::affine"), [ReadingProfiles(cands)], Profiled(),
+                             budget, runs_dir=tmp_path / "runs", make_pool=pool)
     (fast,) = report.candidates  # the second never started
     assert fast.origin == "file:a_vectorised.py" and fast.status == "ok" and fast.kernel_profile is None, fast.reason
     assert profiled == [fast.code]
     assert report.winner is not None and report.winner.id == fast.id
     assert "the time limit (0 s) was reached" in report.notes, report.notes
+
+
+def test_without_a_proposer_that_reads_profiles_only_the_candidate_offered_is_profiled(tmp_path: Path) -> None:
+    """Built-in and file candidates never read Nsight Compute's profiles, so none is taken during the search
+    (where each would cost time under the time limit); the candidate offered is profiled once, after it,
+    announced. Past the time limit it is not, and a note says so. The profile is a stand-in that records
+    what it is asked to profile (ncu needs a CUDA GPU, which CI has not)."""
+    profiled: list[str] = []
+    events: list[object] = []
+    budget = search.Budget(candidates=2, rounds=1)
+    stop_after_first = [False]
+
+    class Evaluated(Evaluator):
+        def profile_kernels(self, code: str | None, trusted: bool, build: str | None = None) -> KernelProfile | None:
+            profiled.append(code or "")
+            return KernelProfile(kernels=[KernelStat(name="affine_kernel", time_us=12.5)])
+
+        def evaluate(self, *args: Any, **kwargs: Any) -> CandidateResult:
+            result = super().evaluate(*args, **kwargs)
+            if stop_after_first[0]:
+                budget.wall_s = 0.0  # the time limit falls as the first verdict comes: no second starts
+            return result
+
+    def pool(target: Target, settings: EvalSettings) -> LocalPool:
+        return LocalPool(target, settings, Evaluated(target, settings))
+
+    slow = "import numpy as np\n\n\ndef affine(x, w):\n    return np.add(np.multiply(x, w), 1.0)\n"
+    cands = affine_project(tmp_path, {"a_vectorised.py": (ADV / "candidates" / "honest_vectorised.py").read_text(),
+                                      "b_ufuncs.py": slow})
+    target = load_target(f"{tmp_path / 'target.py'}::affine")
+    report = search.optimise(target, [FilesProposer(cands)], Profiled(), budget, runs_dir=tmp_path / "runs",
+                             make_pool=pool, progress=events.append)
+    assert report.winner is not None and len(report.candidates) == 2
+    offered = next(c for c in report.candidates if c.id == report.winner.id)
+    assert profiled == [offered.code] and offered.kernel_profile is not None
+    assert offered.kernel_profile.kernels[0].name == "affine_kernel"
+    assert all(c.kernel_profile is None for c in report.candidates if c.id != offered.id)
+    assert ProfileStarted(offered.id) in events
+    profiled.clear()
+    stop_after_first[0] = True
+    cut = search.optimise(target, [FilesProposer(cands)], Profiled(), budget, runs_dir=tmp_path / "runs",
+                          make_pool=pool)
+    assert len(cut.candidates) == 1 and cut.winner is not None and profiled == [], (cut.notes, profiled)
+    assert f"{cut.winner.id} was not profiled with Nsight Compute: the time limit was reached" in cut.notes, cut.notes
+    assert "the time limit (0 s) was reached" in cut.notes

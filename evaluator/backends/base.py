@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..inputs.plan import InputsInfo
-from ..models import CandidateResult, EvalSettings, Regression
+from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
 from ..target import Target
 
 
@@ -68,6 +68,11 @@ class EvaluationPool(ABC):
     def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
         """compute-sanitizer on a verified candidate before it is offered (Evaluator.check_memory): what
         ran and the reason to reject it, if any; (None, None) where the check does not apply."""
+
+    @abstractmethod
+    def profile_offered(self, result: CandidateResult) -> KernelProfile | None:
+        """Nsight Compute on a verified candidate about to be offered (Evaluator.profile_offered); None
+        where it does not apply."""
 
     @abstractmethod
     def close(self) -> None:

@@ -7,7 +7,7 @@ import threading
 
 from ..evaluate import Evaluator
 from ..inputs.plan import InputsInfo
-from ..models import CandidateResult, EvalSettings, Regression
+from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
 from ..regression import run_regression
 from ..target import Target
 from .base import EvaluationPool, Job
@@ -70,6 +70,10 @@ class LocalPool(EvaluationPool):
     def check_memory(self, result: CandidateResult) -> tuple[str | None, str | None]:
         self._jobs.join()  # every job submitted has finished (one a time limit cut off has wound up)
         return self.evaluator.check_memory(result)
+
+    def profile_offered(self, result: CandidateResult) -> KernelProfile | None:
+        self._jobs.join()
+        return self.evaluator.profile_offered(result)
 
     def close(self) -> None:
         self._jobs.put(None)

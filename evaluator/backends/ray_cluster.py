@@ -28,7 +28,7 @@ from typing import Any
 
 from ..evaluate import Evaluator
 from ..inputs.plan import InputsInfo
-from ..models import CandidateResult, EvalSettings, Regression
+from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
 from ..regression import run_regression
 from ..sandbox import LocalBackend, default_python
 from ..target import Target, TargetError
@@ -116,13 +116,15 @@ def evaluate_task(target: Target, settings: EvalSettings, job: Job, store: dict[
     return {"result": result.model_dump(), "baseline_times": ev.baseline_times}
 
 
-def check_memory_task(target: Target, settings: EvalSettings, result: CandidateResult, store: dict[str, bytes] | None,
-                      reproduced: tuple[list[int], dict[str, int]] | None) -> tuple[str | None, str | None]:
+def offered_task(target: Target, settings: EvalSettings, result: CandidateResult, store: dict[str, bytes] | None,
+                 reproduced: tuple[list[int], dict[str, int]] | None, check: str) -> Any:
+    """One of the evaluator's checks of the candidate about to be offered (`check`: check_memory or
+    profile_offered), on a worker node."""
     ev = Evaluator(_on_worker(target, store), settings, probe=False)
     if reproduced is not None:
         ev.plan.reproduced(*reproduced)
     try:
-        return ev.check_memory(result)
+        return getattr(ev, check)(result)
     finally:
         ev.close()
 
@@ -323,11 +325,22 @@ class RayPool(EvaluationPool):
         if not self.settings.checks_memory:  # no task sent where Evaluator.check_memory would do nothing
             return None, None
         try:
-            ran, reason = self._call(check_memory_task, self._pick(), self.target, self.settings, result, self._store,
-                                     self._reproduced)
+            ran, reason = self._call(offered_task, self._pick(), self.target, self.settings, result, self._store,
+                                     self._reproduced, "check_memory")
         except ClusterError as exc:
             return f"not run: {exc}", None
         return ran, reason
+
+    def profile_offered(self, result: CandidateResult) -> KernelProfile | None:
+        if not self.settings.profiles_kernels:  # no task sent where Evaluator.profile_offered would do nothing
+            return None
+        try:
+            profile = self._call(offered_task, self._pick(), self.target, self.settings, result, self._store,
+                                 self._reproduced, "profile_offered")
+        except ClusterError as exc:
+            self.notes.append(f"{result.id} was not profiled with Nsight Compute: {exc}")
+            return None
+        return KernelProfile.model_validate(profile) if profile is not None else None
 
     def close(self) -> None:
         if self._running:

@@ -40,6 +40,9 @@ class Context:
 
 class Proposer:
     name = "proposer"
+    # Its prompts show Nsight Compute's profiles of the candidates so far: then each leading verified CUDA
+    # candidate is profiled during the search; without such a proposer only the one offered is, after it.
+    reads_kernel_profiles = False
 
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError

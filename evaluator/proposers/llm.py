@@ -113,6 +113,8 @@ class AskingProposer(Proposer):
     """Candidates from a model reached through `ask` (prompts in, reply texts out, in order), such as an
     MCP client's own model through sampling; the prompts and the reading of replies are this module's."""
 
+    reads_kernel_profiles = True
+
     def __init__(self, ask: Callable[[list[str]], list[str]], name: str = "client-model", per_round: int = 2) -> None:
         self.ask = ask
         self.name = name
@@ -128,6 +130,7 @@ class AskingProposer(Proposer):
 
 class LLMProposer(Proposer):
     name = "llm"
+    reads_kernel_profiles = True
 
     def __init__(self, settings: LLMSettings) -> None:
         from openai import OpenAI

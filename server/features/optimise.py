@@ -18,6 +18,7 @@ from redline.evaluator.models import Report
 from redline.evaluator.progress import (
     CandidateDone,
     Event,
+    ProfileStarted,
     ProposerFailed,
     SanitizerStarted,
     VersusCompile,
@@ -93,7 +94,7 @@ class _Job:
         self.token = ""
 
     def report_progress(self, event: Event) -> None:
-        if not self.token or isinstance(event, (VersusCompile, SanitizerStarted, ProposerFailed)):
+        if not self.token or isinstance(event, (VersusCompile, SanitizerStarted, ProfileStarted, ProposerFailed)):
             return
         pct = min(99, int(100 * event.tried / self.options.budget)) if isinstance(event, CandidateDone) else None
         self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, lsp.WorkDoneProgressReport(
