@@ -305,3 +305,19 @@ def test_a_device_assert_at_an_edge_shape_does_not_turn_away_an_honest_candidate
     got = run(tmp_path, f"{tmp_path / 'dev.py'}::halve", {"honest.py": honest})
     assert got["honest.py"]["status"] == "ok" and got["honest.py"]["speedup"] > 2, got["honest.py"]["reason"]
     assert got["honest.py"]["shapes_checked"] == []  # the first variant, 3999 long, is the assert
+
+
+def test_a_kernel_error_that_surfaces_at_the_synchronisation_is_the_calls_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA a device-side assert is raised when the host next waits for the device, after the call has
+    returned: an edge variant's call counts it as its own error, so the gate sees where the reference
+    fails. CI has no GPU: the worker's synchronisation is a stand-in that raises as torch does there."""
+    from redline.evaluator.sandbox.redline_worker import ops
+
+    def device_assert() -> None:
+        raise RuntimeError("CUDA error: device-side assert triggered")
+
+    monkeypatch.setattr(ops, "_sync", device_assert)
+    out, err = ops.synced_call(lambda x: x + 1, (1,), {})
+    assert out is None and err is not None and err["message"].startswith("CUDA error: device-side assert")
+    monkeypatch.setattr(ops, "_sync", lambda: None)
+    assert ops.synced_call(lambda x: x + 1, (1,), {}) == (2, None)

@@ -206,3 +206,36 @@ def test_racing_stream_verdicts_are_the_same_on_every_run(tmp_path: Path) -> Non
         assert all(r["status"] in statuses and any(w in r["reason"] for w in alternatives) for r in runs), \
             [(r["status"], r["reason"]) for r in runs]
         assert len({r["status"] for r in runs}) == 1, [r["status"] for r in runs]
+
+
+# Rows of even length only, checked on the device: an odd edge shape stops the reference's process with a
+# device-side assert, after which no CUDA call in it runs.
+EVEN_ROWS = """import torch
+
+
+def shift(x):
+    torch._assert_async(torch.tensor(x.shape[-1] % 2 == 0, device=x.device))
+    return ((x * 2.0) * 0.25 + 1.0) - 0.5
+
+
+def make_inputs(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(2048, 4096, device="cuda", generator=g),)
+"""
+
+
+def test_a_device_assert_in_the_reference_at_an_edge_shape_does_not_turn_away_an_honest_candidate(
+        tmp_path: Path) -> None:
+    (tmp_path / "even.py").write_text(EVEN_ROWS)
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "fused.py").write_text("import torch\n\n\ndef shift(x):\n"
+                                    "    torch._assert_async(torch.tensor(x.shape[-1] % 2 == 0, device=x.device))\n"
+                                    "    return x * 0.5 + 0.5\n")
+    report = tmp_path / "even.json"
+    res = redline("optimise", f"{tmp_path / 'even.py'}::shift", "--device", "cuda", "--candidates", str(cands),
+                  "--no-builtin", "--json", str(report), cwd=tmp_path, timeout=900)
+    shutil.copy(report, OUT / "gpu_device_assert_report.json") if report.exists() else None
+    assert res.returncode == 0, res.stderr[-3000:]
+    (cand,) = json.loads(report.read_text())["candidates"]
+    assert cand["status"] == "ok" and cand["speedup"] > 1.3, cand["reason"]

@@ -32,7 +32,7 @@ gpu-tests)
     for g in $groups; do
       case "$g" in
       candidates) k="status_and_reason or winner_with or nsight or against_torch_compile" ;;
-      checked) k="reject_what_outputs" ;;
+      checked) k="reject_what_outputs or device_assert" ;;
       compiling) k="honest_compiling" ;;
       racing) k="racing_stream" ;;
       builtin) k="builtin_gpu_proposers" ;;

@@ -20,11 +20,26 @@ def call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, d
     try:
         return fn(*args, **kwargs), None
     except BaseException as exc:  # SystemExit, KeyboardInterrupt included: the candidate's to own
-        if _type(exc) is PermissionError and violations:
-            return None, {"type": "PermissionError", "message": str(exc), "tb": ""}
-        tb = traceback.format_exc(limit=8)
-        return None, {"type": f"{_type(exc).__module__}.{_type(exc).__qualname__}", "message": str(exc)[:500],
-                      "tb": tb[-3000:]}
+        return None, _error(exc)
+
+
+def synced_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """call(), with the device's queued work finished as part of it: on CUDA a kernel's error (a device-side
+    assert, an illegal address) surfaces at the synchronisation, and it is the call's error."""
+    out, err = call(fn, args, kwargs)
+    if err is None:
+        try:
+            _sync()
+        except BaseException as exc:
+            return None, _error(exc)
+    return out, err
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    if _type(exc) is PermissionError and violations:
+        return {"type": "PermissionError", "message": str(exc), "tb": ""}
+    tb = traceback.format_exc(limit=8)
+    return {"type": f"{_type(exc).__module__}.{_type(exc).__qualname__}", "message": str(exc)[:500], "tb": tb[-3000:]}
 
 
 
@@ -134,16 +149,14 @@ def _variant(subject: Subject, seed: int, index: int) -> dict[str, Any]:
     base, found = derive(args, kwargs, fn)
     label, transform = found[index]
     vargs, vkwargs = apply_variant(transform, args, kwargs)
-    out, err = call(fn, vargs, vkwargs)
-    _sync()
+    out, err = synced_call(fn, vargs, vkwargs)
     entry: dict[str, Any] = {"seed": seed, "index": index, "base": base, "label": label, "error": err}
     if err is not None:
         return entry
     entry["output"] = encode(out)
     if label.endswith(LAYOUT):
         args, kwargs, fn = subject.inputs(seed)
-        same, _ = call(fn, args, kwargs)
-        _sync()
+        same, _ = synced_call(fn, args, kwargs)
         entry["layout_dependent"] = encode(same) != entry["output"]
     if _has_half(out):
         entry["oracle"] = _oracle_of(fn, vargs, vkwargs)
