@@ -96,10 +96,10 @@ def test_cuda_graph_of_a_plain_torch_function_first_where_launches_dominate(tmp_
     assert "return _redline_clone(out)" in graph.code and check_candidate(graph.code, fn) is None
     compile(graph.code, "<graph>", "exec")
     assert CudaGraphProposer().propose(Context(target=fn, round=1)) == []  # CUDA only
-    # A module's forward: its parameters and buffers are copied into the graph's static state each call.
+    # A module's forward: captured on the module's own parameters and buffers, keyed by where they are.
     method = load_target(f"{tmp_path / 'm.py'}::Model.forward")
     (graphed,) = CudaGraphProposer().propose(Context(target=method, round=1, device="cuda"))
-    assert "torch.func.functional_call(self, static_state, static)" in graphed.code
+    assert "key = (_redline_key(args), _redline_state_key(self))" in graphed.code
     assert check_candidate(graphed.code, method) is None
     # The profile orders the proposers: the graph first on a launch-bound target, last otherwise.
     launch = Context(target=fn, round=1, device="cuda", bound="launch-bound")

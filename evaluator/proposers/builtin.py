@@ -294,31 +294,36 @@ def {name}(*args):
     return _redline_clone(out)
 """
 
-# A method: the module's parameters and buffers are inputs too (copied into static copies on every
-# call), so one graph serves every module of the same shapes; inside the capture the original method
-# runs on the static copies (torch.func.functional_call).
+# A method: the graph is captured on the module's own parameters and buffers, where they are (no copies
+# per call), so in-place updates of them (an optimiser step, load_state_dict, a buffer the forward
+# updates) are read or made by every replay; a module whose tensors moved (replaced, or another module)
+# or whose plain attributes (training, a scale) differ gets a graph of its own.
 _GRAPH_METHOD = """
+
+def _redline_state_key(module):
+    tensors = [*module.parameters(), *module.buffers()]
+    attrs = tuple((k, v) for k, v in sorted(vars(module).items())
+                  if isinstance(v, (bool, int, float, str, type(None))))
+    return (type(module), attrs, tuple((t.data_ptr(),) + _redline_key(t)[1:] for t in tensors))
+
 
 def {name}(self, *args):
     if getattr(_redline_inside, "on", False):
         return {eager_name}(self, *args)
-    state = {{**dict(self.named_parameters()), **dict(self.named_buffers())}}
-    key = (type(self), _redline_key(args), _redline_key(tuple(state.values())))
+    key = (_redline_key(args), _redline_state_key(self))
     if key not in _redline_graphs:
-        static, static_state = _redline_clone(args), _redline_clone(state)
+        static = _redline_clone(args)
 
         def run():
             _redline_inside.on = True
             try:
-                return torch.func.functional_call(self, static_state, static)
+                return {eager_name}(self, *static)
             finally:
                 _redline_inside.on = False
 
-        _redline_graphs[key] = (*_redline_capture(run), static, static_state)
-    graph, out, static, static_state = _redline_graphs[key]
+        _redline_graphs[key] = (*_redline_capture(run), static)
+    graph, out, static = _redline_graphs[key]
     _redline_fill(static, args)
-    for k, v in state.items():
-        static_state[k].copy_(v)
     graph.replay()
     return _redline_clone(out)
 """
