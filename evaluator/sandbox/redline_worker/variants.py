@@ -7,8 +7,8 @@ the matrix's last dimension, keep agreeing). A size that a tensor held by the ca
 model's weight, for its forward; an instance passed as an argument) is the object's, which no
 variant can change, so it stays as it is. Integer arrays may hold indices into the others (class
 targets, token ids, gather positions): where a variant cuts an axis their values could index, values
-past the new size wrap into it, so the indices stay valid (on CUDA an index out of range is a
-device-side assert, which no later call in that process survives). A layout variant passes the same
+past the new size wrap into it, so the indices stay valid; on CUDA, where an index out of range is a
+device-side assert that no later call in the process survives, an axis they could index is not emptied. A layout variant passes the same
 values as non-contiguous views. Sequences and strings become empty, one item long, or an odd length. Large arrays shrink their
 other long axes, so that a variant costs at most about what the call does. The list is the same in
 every process for the same arguments, so the reference and the candidate run the same variants.
@@ -79,6 +79,10 @@ def _cut(arrays: list[Any], change: dict[int, int], large: bool, keep: frozenset
     return out
 
 
+def _on_cuda(value: Any) -> bool:
+    return getattr(getattr(value, "device", None), "type", None) == "cuda"
+
+
 def _integer_top(value: Any) -> int | None:
     """The largest value of a non-empty integer array (bool excluded); None for any other array."""
     torch = sys.modules.get("torch")
@@ -134,11 +138,13 @@ def derive(args: tuple[Any, ...], kwargs: dict[str, Any],
         keep = frozenset(int(n) for a in _held([*values, getattr(fn, "__self__", None)]) for n in a.shape)
         large = any(int(a.numel() if hasattr(a, "numel") else a.size) > _LARGE for a in arrays)
         sizes = sorted({int(n) for a in arrays for n in a.shape if int(n) > 1} - keep, reverse=True)
-        tops = [top for top in map(_integer_top, arrays) if top is not None]
+        # On CUDA an index into an emptied axis is a device-side assert, fatal to the process; elsewhere
+        # the reference raises (outside its domain) or the integers were not indices.
+        tops = [top for a in arrays if _on_cuda(a) and (top := _integer_top(a)) is not None]
         for d in sizes:
             for t in dict.fromkeys((_odd_below(d), 1, 0)):
                 if t < 0 or t == d or (t == 0 and any(d > top for top in tops)):
-                    continue  # no index is valid in an emptied axis: such a call is outside the domain
+                    continue  # no index is valid in an emptied axis
                 change = {d: t}
                 out.append((_shape_label([_new_shape(a.shape, change, large, keep) for a in arrays]),
                             _array_transform(arrays, change, large, keep)))
