@@ -15,9 +15,9 @@ from .verdict import Channel, Rejected, error_line
 @dataclass
 class Checked:
     shapes: list[str] = field(default_factory=list)  # the edge variants the candidate matched the reference at
-    # The variant at which the reference's CUDA context failed (a device-side assert): nothing more runs
-    # in either worker, so the edge checks stop there and the timing needs a fresh pair.
-    device_fault: str = ""
+    # The reference's CUDA context failed at a variant (a device-side assert): nothing more runs in either
+    # worker, so the edge checks stopped there and the timing needs a fresh pair.
+    device_fault: bool = False
 
 
 def device_fault(err: ErrorInfo | None) -> bool:
@@ -75,7 +75,7 @@ class Gate:
                                f"{rej.reason}", rej.tail)
             want = ref.ask(one).variants
             if want and device_fault(want[0].error):
-                checked.device_fault = v.label
+                checked.device_fault = True
                 return checked
             if not want or want[0].error is not None or want[0].layout_dependent:
                 continue  # outside the function's domain: the reference rejects it, or assumes a layout

@@ -41,8 +41,9 @@ class EvalSettings(_Model):
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
     limits: Limits = Limits()
     kernel_profile: bool = Field(True, description="profile verified CUDA candidates with Nsight Compute when ncu exists")
-    profile_leaders: bool = Field(True, description="profile each leading verified candidate during the search (for "
-                                  "proposers that read the profiles); else only the one offered, after it")
+    profile_leaders: bool = Field(True, description="profile each leading verified candidate during the search; set "
+                                  "by the search: true only where a proposer reads the profiles (else only the "
+                                  "candidate offered is profiled, after the search)")
     sanitize: bool = Field(True, description="run verified CUDA candidates under compute-sanitizer where it exists")
     isolation: Literal["auto", "bwrap", "process"] = Field(
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")

@@ -39,14 +39,14 @@ def optimise(path: Path, work: Path, out: Path, time_limit: int) -> dict[str, An
     report = out / f"kb_{path.stem}.json"
     cmd = [sys.executable, "-m", "redline.cli", "optimise", f"{path}::Model.forward", "--device", "cuda",
            "--time-limit", str(time_limit), "--json", str(report)]
-    t0 = time.perf_counter()
+    t0, kill_s = time.perf_counter(), 3 * time_limit + 60
     try:  # a run that overruns its limit by far is reported as such rather than holding up the rest
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3 * time_limit + 60)
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=kill_s)
         (out / f"kb_{path.stem}.log").write_text(proc.stdout + proc.stderr)
         code = str(proc.returncode)
     except subprocess.TimeoutExpired as exc:
         (out / f"kb_{path.stem}.log").write_text(str(exc.stdout or "") + str(exc.stderr or ""))
-        code = f"none: killed at {3 * time_limit + 60} s"
+        code = f"none: killed at {kill_s} s"
     print(f"  redline optimise {path.stem}: exit {code} in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads(report.read_text()) if report.exists() else None
 
