@@ -280,7 +280,7 @@ class Evaluator:
             result.kernel_profile = self.profile_kernels(code, trusted, build)
             result.eval_s = time.perf_counter() - started
         if build is not None and result.status == "ok":
-            self._builds[cid] = build  # for its compute-sanitizer run, should it be offered (check_memory)
+            self._builds[cid] = build  # for compute-sanitizer and Nsight Compute, should it be offered
         elif build is not None:
             shutil.rmtree(build, ignore_errors=True)  # never offered: nothing will load it again
         return result
