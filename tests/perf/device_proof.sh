@@ -10,8 +10,8 @@
 #                      written to $OUT/gpu-run-N.log as it goes (a call stopped at its limit still
 #                      returns what ran), one line per group in $OUT/gpu-tests.txt, reports in
 #                      $OUT/gpu-tests.tar.gz
-#   sanitizer          compute-sanitizer memcheck and racecheck logs of the checked kernels and an
-#                      honest one (tests/gpu/sanitize_one.py) in $OUT/sanitizer.tar.gz, for
+#   sanitizer [PAIRS]  compute-sanitizer logs of the checked kernels and an honest one (PAIRS: comma-
+#                      separated TOOL:NAME, default all six; NAME clean is the honest one) (tests/gpu/sanitize_one.py) in $OUT/sanitizer.tar.gz, for
 #                      tests/fixtures/sanitizer/
 #   kernelbench NAMES [S]  tests/perf/bench_kernelbench.py on NAMES (comma-separated, or all) with a
 #                      time limit of S s (default 60); each problem's row printed to
@@ -53,7 +53,8 @@ gpu-tests)
 sanitizer)
   d=/tmp/proof/sanitizer
   mkdir -p "$d"
-  for pair in memcheck:oob_write memcheck:shared_race racecheck:shared_race memcheck:clean racecheck:clean initcheck:clean; do
+  pairs=$(echo "${2:-memcheck:oob_write,racecheck:shared_race,memcheck:clean,initcheck:clean,racecheck:clean,memcheck:shared_race}" | tr ',' ' ')
+  for pair in $pairs; do
     tool=${pair%%:*}
     name=${pair#*:}
     src=tests/gpu/checked/$name.py
