@@ -10,9 +10,9 @@
 #                      written to $OUT/gpu-run-N.log as it goes (a call stopped at its limit still
 #                      returns what ran), one line per group in $OUT/gpu-tests.txt, reports in
 #                      $OUT/gpu-tests.tar.gz
-#   sanitizer [PAIRS]  compute-sanitizer logs of the checked kernels and an honest one (PAIRS: comma-
-#                      separated TOOL:NAME, default all six; NAME clean is the honest one) (tests/gpu/sanitize_one.py) in $OUT/sanitizer.tar.gz, for
-#                      tests/fixtures/sanitizer/
+#   sanitizer [PAIRS]  compute-sanitizer logs of the checked kernels and an honest one, each run by
+#                      tests/gpu/sanitize_one.py (PAIRS: comma-separated TOOL:NAME, default all six;
+#                      NAME clean is the honest one) in $OUT/sanitizer.tar.gz, for tests/fixtures/sanitizer/
 #   kernelbench NAMES [S]  tests/perf/bench_kernelbench.py on NAMES (comma-separated, or all) with a
 #                      time limit of S s (default 60); each problem's row printed to
 #                      $OUT/kernelbench.txt as it ends, reports in $OUT/kernelbench.tar.gz
