@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, TESTS
-
 from redline.evaluator.sanitizer import LOG, read_log, tools_for
 
 LOGS = FIXTURES / "sanitizer"
