@@ -59,9 +59,10 @@ sanitizer)
     name=${pair#*:}
     src=tests/gpu/checked/$name.py
     [ "$name" = clean ] && src=tests/gpu/candidates/triton_fused.py
+    t0=$(date +%s)
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" --log-file "$d/${tool}_$name.log" \
       python3 tests/gpu/sanitize_one.py "$src" > "$d/${tool}_$name.out" 2>&1
-    echo "$tool $name: exit $?" | tee -a "$d/exits.txt" >> "$OUT/sanitizer.txt"
+    echo "$tool $name: exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$d/exits.txt" >> "$OUT/sanitizer.txt"
     tar -C "$d" -czf "$OUT/sanitizer.tar.gz" .
   done
   ;;
