@@ -48,7 +48,10 @@ def test_raw_hotspots_match_an_independent_count(cpu_recordings: dict[str, Path]
     for name in ("Grid.relax@cpu_work.py", "checksum@cpu_work.py", "main@cpu_work.py"):
         assert abs(got[name][0] - self_ref.get(name, 0.0)) < 1e-9, name
         assert abs(got[name][1] - total_ref[name]) < 1e-9, name
-    assert got["Grid.relax"][0] > 0.4 and got["checksum"][0] > 0.15
+    # Both hot functions found, in their order of work. The share itself is a sampled quantity: ~180
+    # samples give a standard error near 0.03, and checksum's share ranges 0.13-0.24 between recordings
+    # on the 2-core VM, so the floor sits well below that range rather than inside it.
+    assert got["Grid.relax"][0] > 0.4 and got["Grid.relax"][0] > got["checksum"][0] > 0.05
 
 
 def test_speedscope_agrees_with_raw_of_the_same_program(cpu_recordings: dict[str, Path]) -> None:
