@@ -34,7 +34,7 @@ def py_spy_record(script: Path, out: Path, fmt: str, rate: int = 200, extra: tup
     return out
 
 
-def _descends(pid: int, root: int) -> bool:
+def descends(pid: int, root: int) -> bool:
     while pid > 1:
         if pid == root:
             return True
@@ -58,7 +58,7 @@ def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120, 
         for proc in Path("/proc").iterdir():
             try:
                 if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes() and \
-                        (under is None or _descends(int(proc.name), under)):
+                        (under is None or descends(int(proc.name), under)):
                     fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
                     busy += (int(fields[11]) + int(fields[12])) / tick >= cpu_s
             except OSError:
