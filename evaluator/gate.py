@@ -20,7 +20,7 @@ class Checked:
     device_fault: bool = False
 
 
-def device_fault(err: ErrorInfo | None) -> bool:
+def is_device_fault(err: ErrorInfo | None) -> bool:
     """An error after which a process's CUDA context is unusable: torch reports a device-side assert or an
     illegal address as 'CUDA error: ...' (torch.AcceleratorError), here and on every later CUDA call."""
     return err is not None and err.message.startswith("CUDA error")
@@ -74,7 +74,7 @@ class Gate:
                 raise Rejected(rej.status, f"correct at {v.base}; at {v.label} (outside the function's domain): "
                                f"{rej.reason}", rej.tail)
             want = ref.ask(one).variants
-            if want and device_fault(want[0].error):
+            if want and is_device_fault(want[0].error):
                 checked.device_fault = True
                 return checked
             if not want or want[0].error is not None or want[0].layout_dependent:
