@@ -78,14 +78,22 @@ def _rows(db: sqlite3.Connection, sql: str) -> list[dict[str, object]]:
 def read_nsys_sqlite(path: str | Path) -> Profile:
     path = Path(path)
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
-    except sqlite3.DatabaseError as exc:
-        raise ParseError(path, "whole file", f"an SQLite database ({exc})")
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # a damaged file fails on the first query
+    except sqlite3.Error as exc:
+        raise ParseError(path, "whole file", f"a readable SQLite database ({exc})")
     try:
-        return _read(path, db, tables)
-    except sqlite3.DatabaseError as exc:
-        raise ParseError(path, "tables", f"the Nsight Systems export schema ({exc})")
+        try:
+            tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise ParseError(path, "whole file", f"an SQLite database ({exc})")
+        except UnicodeDecodeError as exc:  # a damaged page: sqlite hands over bytes that are not UTF-8
+            raise ParseError(path, "schema", f"UTF-8 table names ({exc.reason} at byte {exc.start})")
+        try:
+            return _read(path, db, tables)
+        except sqlite3.DatabaseError as exc:
+            raise ParseError(path, "tables", f"the Nsight Systems export schema ({exc})")
+        except UnicodeDecodeError as exc:
+            raise ParseError(path, "tables", f"UTF-8 text ({exc.reason} at byte {exc.start})")
     finally:
         db.close()
 

@@ -4,6 +4,13 @@ from pathlib import Path
 
 import pytest
 from helpers import TESTS, py_spy_record
+from hypothesis import settings
+
+# Property tests draw the same examples on every run, so a verdict never depends on the draw;
+# `--hypothesis-profile fuzz` draws new ones, many more, to look for what these miss.
+settings.register_profile("ci", max_examples=250, deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("fuzz", max_examples=20_000, deadline=None)
+settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
