@@ -30,7 +30,9 @@ class ServerSettings(BaseModel):
     rounds: int = Field(default=3, ge=1, description="Most rounds of proposals in one Optimise run.")
     timeLimit: float = Field(default=300.0, gt=0, description="Wall-clock limit of one Optimise run, in seconds.")
     device: Literal["cpu", "cuda"] = Field(default="cpu", description="Device candidates are checked and timed on.")
-    builtinProposers: bool = Field(default=True, description="Use the built-in proposers (numba, torch.compile).")
+    builtinProposers: bool = Field(default=True, description=(
+        "Use the built-in proposers (Numba, Triton configurations and templates, library idioms, "
+        "torch.compile, CUDA graphs); no LLM needed."))
     llmBaseUrl: str = Field(default="", description="OpenAI-compatible endpoint for LLM candidates; empty for none.")
     llmModel: str = Field(default="", description="Model name the LLM endpoint serves.")
     candidateTimeout: float = Field(default=60.0, gt=0,

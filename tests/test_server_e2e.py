@@ -184,6 +184,25 @@ async def test_code_action_optimise_progress_and_versioned_apply(client: Languag
     assert path.read_text() == DEMO.read_text(), "the server never writes the file itself"
 
 
+async def test_a_library_idiom_is_offered_with_no_llm_configured(client: LanguageClient, workspace: Path) -> None:
+    """No LLM endpoint is set (the workspace's redline.toml is empty): the built-in proposers alone offer
+    hand-written causal attention rewritten to the fused library call, verified, as the CLI does."""
+    pytest.importorskip("torch")
+    from test_idioms import ATTENTION
+
+    path = workspace / "attn.py"
+    path.write_text(ATTENTION.format(tri="tril"))
+    uri = open_doc(client, path)
+    EDITOR.choice = "Discard"
+    started = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.optimise", arguments=[{"uri": uri, "function": "attention"}]))
+    assert started["started"] is True
+    winner = (await EDITOR.wait("redline/winner", timeout=600))[0]
+    assert winner["runId"] == started["runId"] and winner["ci95"][0] > 1
+    assert "scaled_dot_product_attention(q, k, v, is_causal=True)" in winner["diff"]
+    assert "-    scores = scores.masked_fill(mask == 0, float(\"-inf\"))" in winner["diff"]
+
+
 async def test_apply_is_refused_when_the_document_changed(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "app.py"
     uri = open_doc(client, path)
