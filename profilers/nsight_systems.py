@@ -86,14 +86,11 @@ def read_nsys_sqlite(path: str | Path) -> Profile:
             tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
         except sqlite3.DatabaseError as exc:
             raise ParseError(path, "whole file", f"an SQLite database ({exc})")
-        except UnicodeDecodeError as exc:  # a damaged page: sqlite hands over bytes that are not UTF-8
-            raise ParseError(path, "schema", f"UTF-8 table names ({exc.reason} at byte {exc.start})")
-        try:
-            return _read(path, db, tables)
-        except sqlite3.DatabaseError as exc:
-            raise ParseError(path, "tables", f"the Nsight Systems export schema ({exc})")
-        except UnicodeDecodeError as exc:
-            raise ParseError(path, "tables", f"UTF-8 text ({exc.reason} at byte {exc.start})")
+        return _read(path, db, tables)
+    except sqlite3.DatabaseError as exc:
+        raise ParseError(path, "tables", f"the Nsight Systems export schema ({exc})")
+    except UnicodeDecodeError as exc:  # a damaged page: sqlite hands over text that is not UTF-8
+        raise ParseError(path, "text", f"UTF-8 names and strings ({exc.reason} at byte {exc.start})")
     finally:
         db.close()
 
