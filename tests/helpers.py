@@ -45,24 +45,37 @@ def descends(pid: int, root: int) -> bool:
     return False
 
 
+def sandboxed_workers(under: int | None = None) -> set[int]:
+    """PIDs of live sandboxed worker processes (REDLINE_SANDBOXED=1 in their environment), only those
+    below process `under` where given."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes() and \
+                    "\nState:\tZ" not in (proc / "status").read_text() and \
+                    (under is None or descends(int(proc.name), under)):
+                pids.add(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
 def wait_for_spinning(count: int = 1, cpu_s: float = 1.0, timeout: float = 120, under: int | None = None) -> None:
-    """Wait until `count` sandboxed worker processes (REDLINE_SANDBOXED=1 in their environment), started
-    below process `under` where given, have each used `cpu_s` of CPU: candidates are running their
-    calls. A condition polled, not a guessed delay; with `under`, other runs on the machine do not count."""
+    """Wait until `count` sandboxed workers, started below process `under` where given, have each used
+    `cpu_s` of CPU: candidates are running their calls. A condition polled, not a guessed delay; with
+    `under`, other runs on the machine do not count."""
     import time
 
     tick = os.sysconf("SC_CLK_TCK")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         busy = 0
-        for proc in Path("/proc").iterdir():
+        for pid in sandboxed_workers(under):
             try:
-                if proc.name.isdigit() and b"REDLINE_SANDBOXED=1" in (proc / "environ").read_bytes() and \
-                        (under is None or descends(int(proc.name), under)):
-                    fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-                    busy += (int(fields[11]) + int(fields[12])) / tick >= cpu_s
+                fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
+            busy += (int(fields[11]) + int(fields[12])) / tick >= cpu_s
         if busy >= count:
             return
         time.sleep(0.05)

@@ -115,22 +115,6 @@ def exposed_ports() -> list[str]:
     return exposed
 
 
-def sandboxed_processes() -> list[int]:
-    """PIDs of sandboxed workers (REDLINE_SANDBOXED=1 in their environment) still alive."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if b"REDLINE_SANDBOXED=1" in (entry / "environ").read_bytes():
-                status = (entry / "status").read_text()
-                if "\nState:\tZ" not in status:
-                    pids.append(int(entry.name))
-        except OSError:
-            continue
-    return pids
-
-
 def _serve(nodes: int, cpus: int) -> None:
     from ray.cluster_utils import Cluster
 

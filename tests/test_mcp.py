@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import REPO, descends, py_spy_record
+from helpers import REPO, py_spy_record, sandboxed_workers
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, types  # noqa: E402
@@ -36,18 +36,6 @@ def data(result: Any) -> Any:
         sc = result.structured_content
         return sc.get("result", sc) if isinstance(sc, dict) and set(sc) == {"result"} else sc
     return json.loads(result.content[0].text)
-
-
-def workers() -> int:
-    """Sandboxed worker processes below this test process: runs elsewhere on the machine do not count."""
-    n = 0
-    for proc in Path("/proc").iterdir():
-        try:
-            n += proc.name.isdigit() and b"redline_worker/__main__.py" in (proc / "cmdline").read_bytes() \
-                and descends(int(proc.name), os.getpid())
-        except OSError:
-            continue
-    return n
 
 
 async def test_tools_hotspots_optimise_and_safe_apply(workspace: Path) -> None:
@@ -96,7 +84,6 @@ async def test_cancel_kills_the_run_and_the_server_answers_on(workspace: Path) -
     (workspace / "slow.py").write_text(
         "import time\n\ndef wait(x):\n    for _ in range(3):\n        time.sleep(x)\n    return x\n\n"
         "def make_inputs(seed):\n    return (0.2,)\n")
-    before = workers()
     async with Client(params(workspace)) as client:
         finished = False
 
@@ -107,15 +94,18 @@ async def test_cancel_kills_the_run_and_the_server_answers_on(workspace: Path) -
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            # Cancel once the run's sandboxed workers exist, not after a guessed delay: the run times
-            # many calls of 0.6 s each, so it is still going when this poll sees them.
+            # Cancel once the run's sandboxed workers exist (below this test process: other runs on the
+            # machine do not count), not after a guessed delay: the run times many calls of 0.6 s each,
+            # so it is still going when this poll sees them.
             with anyio.fail_after(120):
-                while workers() <= before:
+                while not (seen := sandboxed_workers(under=os.getpid())):
                     await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
         assert not finished
-        with anyio.fail_after(15):  # the server kills the sandboxed workers once it sees the cancellation
-            while workers() > before:
+        # The server kills the sandboxed workers once it sees the cancellation: those seen gone by PID (a
+        # worker that outlived its parent would no longer be below this process), and none left below it.
+        with anyio.fail_after(15):
+            while seen & sandboxed_workers() or sandboxed_workers(under=os.getpid()):
                 await anyio.sleep(0.1)
         assert (await client.list_tools()).tools
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline, wait_for_spinning
+from helpers import ADVERSARIAL_EXPECT, REPO, TESTS, redline, sandboxed_workers, wait_for_spinning
 
 ray = pytest.importorskip("ray")
-from ray_cluster import LocalRayCluster, exposed_ports, sandboxed_processes, task_processes  # noqa: E402
+from ray_cluster import LocalRayCluster, exposed_ports, task_processes  # noqa: E402
 
 ADV = TESTS / "adversarial"
 SIXTEEN = ["honest_vectorised.py", "exact_copy.py", "cache_by_shape.py", "skip_some_calls.py", "warmup_then_cheap.py",
@@ -113,7 +113,7 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     target, cands = project(tmp_path, ["hang_at_call.py"])
     hang = (cands / "hang_at_call.py").read_text()
     (cands / "hang_again.py").write_text(hang + "\n# a second copy, so that both nodes are busy\n")
-    others = set(sandboxed_processes())  # another run's on this machine, not this one's to end
+    others = sandboxed_workers()  # another run's on this machine, not this one's to end
     proc = popen(cli(target, cands, cluster.address, "--timeout", "120"), tmp_path)
     wait_for_tasks(2)
     wait_for_spinning(2)  # both candidates are inside their hanging call
@@ -125,10 +125,10 @@ def test_cancelling_leaves_no_ray_task_or_sandbox_running(cluster: LocalRayClust
     # The sandboxes die with their Ray worker (a parent-death signal), a moment after it: poll for it.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (task_processes("evaluate_task") or cluster.running_tasks()
-                                           or set(sandboxed_processes()) - others):
+                                           or sandboxed_workers() - others):
         time.sleep(0.5)
     assert task_processes("evaluate_task") == [] and cluster.running_tasks() == []
-    assert set(sandboxed_processes()) - others == set()
+    assert sandboxed_workers() - others == set()
 
 
 def test_captured_calls_are_evaluated_on_the_cluster(cluster: LocalRayCluster, tmp_path: Path) -> None:
