@@ -136,7 +136,8 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
         out = resolve(output) if output else root / ".redline" / ("mcp-profile.speedscope.json" if format == "speedscope"
                                                                   else "mcp-profile.txt")
         try:
-            rc = await anyio.to_thread.run_sync(lambda: record(command, out, fmt=format, subprocesses=subprocesses))
+            rc = await anyio.to_thread.run_sync(lambda: record(command, out, fmt=format, subprocesses=subprocesses,
+                                                                            stdio_to_stderr=True))
             remember_profile(root, command, out)
             doc = hotspot_report([out], root, top)
         except (RecordError, ParseError) as exc:
@@ -157,7 +158,8 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
                     raise CaptureError("give the command, e.g. ['python', 'app.py'] (no profile was recorded here)")
                 cmd, cwd = last.command, Path(last.cwd)
             chosen = [capture_target(_rooted(t, resolve)) for t in targets or []] or hot_targets(root, top)[1]
-            result = await anyio.to_thread.run_sync(lambda: run_capture(chosen, cmd, cwd, calls, max_mb))
+            result = await anyio.to_thread.run_sync(lambda: run_capture(chosen, cmd, cwd, calls, max_mb,
+                                                                                 stdio_to_stderr=True))
         except (CaptureError, StoreError) as exc:
             raise ToolError(str(exc))
         return {"exit_code": result.exit_code, "command": cmd, "targets": [

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 class RecordError(Exception):
@@ -24,6 +25,13 @@ def py_spy() -> str:
     return found
 
 
+def child_stdio(to_stderr: bool) -> dict[str, Any]:
+    """The standard streams of a program a server runs for the user: no stdin, and its stdout joined to
+    the server's stderr, which editors show in the server's output channel. A language or MCP server
+    speaks its protocol on stdout: one line the program printed there would corrupt the stream."""
+    return {"stdin": subprocess.DEVNULL, "stdout": sys.stderr.fileno()} if to_stderr else {}
+
+
 def default_output(fmt: str, root: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     ext = "speedscope.json" if fmt == "speedscope" else "txt"
@@ -31,16 +39,18 @@ def default_output(fmt: str, root: Path) -> Path:
 
 
 def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 100, subprocesses: bool = False,
-           native: bool = False, idle: bool = False) -> int:
+           native: bool = False, idle: bool = False, stdio_to_stderr: bool = False) -> int:
     """Run `cmd` under py-spy and write the trace to `output`; returns the command's exit status.
 
     The command is started by redline and py-spy attaches to it by pid, so the command's own
-    exit status is known (py-spy's `record -- CMD` exits 0 whatever the command did).
+    exit status is known (py-spy's `record -- CMD` exits 0 whatever the command did). With
+    `stdio_to_stderr`, the command gets no stdin and writes its stdout to this process's stderr (a
+    server's stdout is its protocol).
     """
     exe = py_spy()
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        child = subprocess.Popen(cmd)
+        child = subprocess.Popen(cmd, **child_stdio(stdio_to_stderr))
     except OSError as exc:
         raise RecordError(f"cannot start {cmd[0]}: {exc.strerror}")
     args = [exe, "record", "--pid", str(child.pid), "--output", str(output), "--format", fmt, "--rate", str(rate),

@@ -8,9 +8,12 @@ has little self time, so only the inclusive share makes it hot."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# The server behind a strict reader of its stdout (tests/lsp_strict.py): a byte the captured program prints
+# into the protocol stream is recorded in STRICT_LOG and ends the stream, as it does in VS Code.
+STRICT_LOG = Path(tempfile.mkdtemp(prefix="redline-strict-")) / "violations.log"
+
+
 class Events:
     def __init__(self) -> None:
         self.seen: dict[str, list[Any]] = {}
@@ -44,28 +52,28 @@ class Events:
         self.changed.set()
 
     async def wait(self, method: str, timeout: float = 240) -> list[Any]:
-        async def until() -> list[Any]:
-            while not self.seen.get(method):
-                self.changed.clear()
-                await self.changed.wait()
-            return self.seen[method]
-        return await asyncio.wait_for(until(), timeout)
+        return (await self.wait_any(method, timeout=timeout))[1]
 
     async def wait_any(self, *methods: str, timeout: float = 240) -> tuple[str, Any]:
         async def until() -> tuple[str, Any]:
             while True:
                 for m in methods:
                     if self.seen.get(m):
-                        return m, self.seen[m][0]
+                        return m, self.seen[m] if len(methods) == 1 else self.seen[m][0]
+                assert not STRICT_LOG.exists(), f"the server's stream was corrupted: {STRICT_LOG.read_text()}"
                 self.changed.clear()
-                await self.changed.wait()
+                # Woken by the next event, or each second to see whether the stream was cut (no event comes).
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), 1)
         return await asyncio.wait_for(until(), timeout)
 
 
 EVENTS = Events()
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "redline.cli", "serve"]))
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[sys.executable, str(TESTS / "lsp_strict.py"), sys.executable, "-m", "redline.cli", "serve"],
+    server_env={**os.environ, "REDLINE_STRICT_LOG": str(STRICT_LOG)}))
 async def client(lsp_client: LanguageClient, workspace: Path) -> Any:
     global EVENTS
     EVENTS = Events()
@@ -127,6 +135,10 @@ async def test_optimise_offered_by_inclusive_share_captures_then_optimises(clien
     if done[0] == "redline/runFinished":  # no winner: the report says the run used the captured calls
         assert plain(done[1])["report"]["inputs"]["source"] == "captured"
     assert path.read_text() == text
+    # The program printed hundreds of lines on stdout and stderr while captured: none reached the
+    # protocol stream, and the server still answers.
+    assert not STRICT_LOG.exists(), STRICT_LOG.read_text()
+    assert "Optimise hotspot" in await actions_at(def_of["closest"])
 
 
 async def test_declining_the_capture_runs_nothing(client: LanguageClient, workspace: Path,

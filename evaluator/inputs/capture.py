@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...profilers.record import child_stdio
 from .store import CapturedCall, Manifest, SignatureCount, store_dir
 
 RECORDER = Path(__file__).with_name("recorder")
@@ -86,9 +87,11 @@ def script_command(cmd: list[str]) -> list[str]:
 
 
 def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
-                max_mb: float = 256.0, cancel: threading.Event | None = None) -> CaptureResult:
+                max_mb: float = 256.0, cancel: threading.Event | None = None,
+                stdio_to_stderr: bool = False) -> CaptureResult:
     """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests.
-    Setting `cancel` kills the command's process group; what it had kept is not written."""
+    Setting `cancel` kills the command's process group; what it had kept is not written. With
+    `stdio_to_stderr` (see child_stdio), nothing the command writes reaches this process's stdout."""
     if calls < 1:
         raise CaptureError("--calls must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
@@ -100,7 +103,7 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), env.get("PYTHONPATH", "")) if p)
         env["REDLINE_CAPTURE"] = str(work / "plan.json")
         started = datetime.datetime.now(datetime.timezone.utc)
-        rc = _run(script_command(cmd), cwd, env, cancel)
+        rc = _run(script_command(cmd), cwd, env, cancel, stdio_to_stderr)
         processes = _read_processes(work)
         out = []
         for t in targets:
@@ -111,9 +114,9 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None) -> int:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None, to_stderr: bool) -> int:
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=cancel is not None)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=cancel is not None, **child_stdio(to_stderr))
     except OSError as exc:
         raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
     try:

@@ -51,7 +51,8 @@ async def capture_first(ls: RedlineServer, function: str, spec: str, capture: tu
     summary, target = "", None
     try:
         targets = [capture_target(spec)]
-        result = await loop.run_in_executor(None, lambda: run_capture(targets, cmd, cwd, cancel=cancel))
+        result = await loop.run_in_executor(
+            None, lambda: run_capture(targets, cmd, cwd, cancel=cancel, stdio_to_stderr=True))
         m = result.manifests[0][1]
         summary = f"kept {m.calls_kept} of {m.calls_seen} calls" + \
             (f" (the command exited with {result.exit_code})" if result.exit_code else "")

@@ -1,5 +1,6 @@
 // The VS Code client: starts the Python server, shows what it sends, forwards what the user does.
 // Every decision lives in the server (redline.server); this file holds none.
+import { ChildProcess, spawn } from "child_process";
 import * as path from "path";
 import * as vscode from "vscode";
 import {
@@ -8,7 +9,6 @@ import {
   LanguageClientOptions,
   ServerOptions,
   StaticFeature,
-  TransportKind,
 } from "vscode-languageclient/node";
 import {
   flameGraphHtml,
@@ -30,6 +30,8 @@ const SECRET_KEY = "redline.llmApiKey";
 const WINNER_SCHEME = "redline-winner";
 
 let client: LanguageClient | undefined;
+let serverProcess: ChildProcess | undefined;
+let restarting: Promise<void> = Promise.resolve();
 let output: vscode.OutputChannel;
 let status: vscode.StatusBarItem;
 let heatOn = true;
@@ -82,11 +84,11 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const python = await interpreter();
   const apiKey = await context.secrets.get(SECRET_KEY);
   output.appendLine(`redline: starting the server with ${python}`);
-  const serverOptions: ServerOptions = {
-    command: python,
-    args: serverArgs(),
-    transport: TransportKind.stdio,
-    options: { env: serverEnv(process.env, apiKey) },
+  // The extension starts the server process itself, so that a restart can end it even when its
+  // connection is already broken (the client's own stop() then never returns an answer).
+  const serverOptions: ServerOptions = async () => {
+    serverProcess = spawn(python, serverArgs(), { env: serverEnv(process.env, apiKey) });
+    return serverProcess;
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file", language: "python" }],
@@ -253,10 +255,28 @@ async function setApiKey(context: vscode.ExtensionContext): Promise<void> {
   await restart(context);
 }
 
-async function restart(context: vscode.ExtensionContext): Promise<void> {
-  if (client) await client.stop();
+/** Stop the client and end its server process, whether or not the server still answers. */
+async function stopServer(): Promise<void> {
+  const old = client;
+  const proc = serverProcess;
   client = undefined;
-  await startClient(context);
+  serverProcess = undefined;
+  try {
+    if (old) await old.stop(2000);
+  } catch (err) {
+    output.appendLine(`redline: the server did not stop cleanly (${err}); ending its process`);
+  }
+  if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill();
+}
+
+/** Restarts run one after another: two at once would leave an orphaned client and server. */
+function restart(context: vscode.ExtensionContext): Promise<void> {
+  const next = restarting.then(async () => {
+    await stopServer();
+    await startClient(context);
+  });
+  restarting = next.catch((err) => output.appendLine(`redline: restart failed: ${err}`));
+  return next;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -319,5 +339,5 @@ function watchInterpreter(context: vscode.ExtensionContext): void {
 }
 
 export async function deactivate(): Promise<void> {
-  if (client) await client.stop();
+  await stopServer();
 }
