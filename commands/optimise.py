@@ -14,8 +14,9 @@ from typing import Any
 
 from redline.evaluator.apply import ApplyRefused, apply_winner
 from redline.evaluator.backends import ClusterError
+from redline.evaluator.models import Report, Stopped, TargetInfo
 from redline.evaluator.run import LLMOptions, NoProposer, RunOptions, execute
-from redline.evaluator.target import Target, TargetError, load_target
+from redline.evaluator.target import Target, TargetError, UnsupportedTarget, load_target
 
 from .render import Progress, print_summary
 
@@ -71,25 +72,38 @@ def _ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def stopped(args: argparse.Namespace, target: Target | None, exc: Exception, code: int = EXIT_USAGE) -> int:
+    """Say why the run stopped before judging any candidate, on stderr and in the --json report; returns
+    `code`, the exit code of DESIGN.md (2 for the target, its inputs or a setting; 3 for infrastructure)."""
+    print(f"redline optimise: {exc}", file=sys.stderr)
+    if args.json_report:
+        status = "unsupported" if isinstance(exc, UnsupportedTarget) else "error"
+        info = TargetInfo(file=str(target.file), function=target.qualname, line=target.fn.line,
+                          end_line=target.fn.end_line, sha256=target.digest) if target is not None else \
+            TargetInfo(file=args.target.split("::")[0], function=args.target.rpartition("::")[2], line=0)
+        report = Report(target=info, device=args.device, isolation="", baseline=None, candidates=[], winner=None,
+                        stopped=Stopped(status=status, reason=str(exc)))
+        args.json_report.write_text(report.model_dump_json(indent=2))
+    return code
+
+
 def run_optimise(args: argparse.Namespace) -> int:
+    target = None
     try:
         target = load_target(args.target, args.inputs)
         note = profile_note(args.profile_trace, target) if args.profile_trace else ""
         opts = options(args)
     except TargetError as exc:
-        print(f"redline optimise: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return stopped(args, target, exc)
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
     cancel = threading.Event()
     try:
         with _ctrl_c_cancels(cancel):
             report = execute(target, opts, Progress(), cancel, resume=args.resume, hotspot_note=note)
     except TargetError as exc:
-        print(f"redline optimise: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return stopped(args, target, exc)
     except (NoProposer, ClusterError) as exc:
-        print(f"redline optimise: {exc}", file=sys.stderr)
-        return EXIT_INFRA
+        return stopped(args, target, exc, EXIT_INFRA)
     if args.json_report:
         args.json_report.write_text(report.model_dump_json(indent=2))
     print_summary(report)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
 
-from .sandbox.redline_worker.encoded import kind
+from .sandbox.redline_worker.encoded import SETS, is_graph, kind
 
 # (rtol, atol): torch.testing.assert_close's defaults, except atol for half precisions. An eager
 # bf16/fp16 chain rounds every intermediate, and a fused kernel that keeps fp32 intermediates differs
@@ -53,58 +54,230 @@ def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float
 
 def compare(ref: Any, got: Any, where: str = "output", rtol: float | None = None, atol: float | None = None,
             oracle: Any = None) -> None:
-    """Raise Mismatch if `got` is not `ref` within tolerance; types must match exactly. `oracle` is the
-    reference computed in float32 (or None): a half-precision array that misses `ref` passes if it is
-    at least as close to the oracle as `ref` itself is (see _against_oracle)."""
-    if oracle is not None and (not isinstance(oracle, dict) or oracle.get("t") != ref["t"]):
-        oracle = None
-    if ref["t"] != got["t"]:
-        raise Mismatch(f"{where} is a {got['t']}, the reference returns a {ref['t']}")
-    t, k = ref["t"], kind(ref)
-    if k != kind(got):
-        raise Mismatch(f"{where}: a {t} encoded as {kind(got)}, the reference's as {k}")
-    if k == "attrs":
-        compare(ref["attrs"], got["attrs"], f"{where} attributes", rtol, atol)
-        return
-    if k == "opaque":
-        raise Mismatch(f"{where}: values of type {t} cannot be compared; the target must return arrays, tensors "
-                       "or plain Python values")
-    if k == "items":
-        if len(ref["v"]) != len(got["v"]):
-            raise Mismatch(f"{where} has {len(got['v'])} items, the reference {len(ref['v'])}")
-        parts = oracle["v"] if oracle is not None and len(oracle.get("v", ())) == len(ref["v"]) else [None] * len(ref["v"])
-        for i, (a, b, o) in enumerate(zip(ref["v"], got["v"], parts, strict=True)):
-            compare(a, b, f"{where}[{i}]", rtol, atol, o)
-        return
-    if k == "mapping":
-        if len(ref["v"]) != len(got["v"]):
-            raise Mismatch(f"{where} has {len(got['v'])} keys, the reference {len(ref['v'])}")
-        # The float32 run builds the same dict in the same order: its value for a key stands beside it.
-        pairs = oracle["v"] if oracle is not None and len(oracle.get("v", ())) == len(ref["v"]) else ()
-        oracles = [o[1] if o[0] == ka else None for o, (ka, _) in zip(pairs, ref["v"], strict=True)] if pairs \
-            else [None] * len(ref["v"])
-        for (ka, va), (kb, vb), o in zip(ref["v"], got["v"], oracles, strict=True):
-            compare(ka, kb, f"{where} key", 0.0, 0.0)
-            compare(va, vb, f"{where}[{ka.get('v')!r}]", rtol, atol, o)
-        return
+    """Raise Mismatch if `got` is not `ref` within tolerance: the same exact types, the same state and
+    the same sharing of mutable objects, node by node (encoded.py); Unsupported where either holds a
+    value redline cannot describe. `oracle` is the reference computed in float32 (or None): a
+    half-precision array that misses `ref` passes if it is at least as close to the oracle as `ref`
+    itself is (see _against_oracle)."""
+    _Walk(ref, got, oracle, rtol, atol).run(where)
+
+
+class Unsupported(Exception):
+    """A value redline cannot compare (encoded.py's `unsupported`): redline's own limit, never a
+    difference between the two sides."""
+
+
+# Where a node is: the root's name, or (where its parent is, the step to it). Built as the walk goes
+# and written out only for a message, so a path 10,000 steps deep costs one tuple per step.
+_Path = Any
+# One pair of children to compare: the reference's, the candidate's, where they are, the oracle's
+# (or None), and whether the comparison is exact (dict keys).
+_Task = tuple[Any, Any, _Path, Any, bool]
+
+
+def _at(path: _Path, step: str) -> _Path:
+    return (path, step)
+
+
+def _text(path: _Path, keep: int = 6) -> str:
+    """A path in words; a long one keeps its first and last `keep` steps."""
+    steps: list[str] = []
+    while type(path) is tuple:
+        path, step = path
+        steps.append(step)
+    steps.reverse()
+    if len(steps) > 2 * keep:
+        steps = [*steps[:keep], f"…({len(steps) - 2 * keep} steps)…", *steps[-keep:]]
+    return str(path) + "".join(steps)
+
+
+class _Walk:
+    """The two graphs side by side, without recursion. A mutable object of the reference is paired with
+    the candidate's at its first meeting; meeting either again with another partner is a difference in
+    sharing (two names for one list where the reference has two lists, or the opposite)."""
+
+    def __init__(self, ref: Any, got: Any, oracle: Any, rtol: float | None, atol: float | None) -> None:
+        if not is_graph(ref):
+            raise Mismatch("the reference's value is not well-formed")
+        if not is_graph(got):
+            raise Mismatch("the value is not well-formed")
+        self.r, self.g = ref["nodes"], got["nodes"]
+        self.o = oracle["nodes"] if is_graph(oracle) and oracle["nodes"][0].get("t") == ref["nodes"][0].get("t") \
+            else None
+        self.rtol, self.atol = rtol, atol
+        self.paired_r: dict[int, tuple[int, _Path]] = {}
+        self.paired_g: dict[int, tuple[int, _Path]] = {}
+        self.seen: set[tuple[int, int]] = set()
+
+    def run(self, where: str) -> None:
+        stack: list[_Task] = [(0, 0, where, 0 if self.o is not None else None, False)]
+        while stack:
+            rc, gc, path, oc, exact = stack.pop()
+            if self._met(rc, gc, path):
+                continue
+            r, g = _node(self.r, rc, path), _node(self.g, gc, path)
+            o = _node(self.o, oc, path) if self.o is not None and oc is not None else None
+            more = self._pair(r, g, o, path, exact)
+            stack.extend(reversed(more))  # children in order: the first difference found is the first one
+
+    def _met(self, rc: Any, gc: Any, path: _Path) -> bool:
+        """Whether this pair was compared before (or is being compared: a cycle); raises where the
+        sharing of a mutable object differs."""
+        if type(rc) is not int or type(gc) is not int:
+            return False
+        if not (0 <= rc < len(self.r)) or type(self.r[rc]) is not dict or not self.r[rc].get("m"):
+            if (rc, gc) in self.seen:
+                return True
+            self.seen.add((rc, gc))
+            return False
+        before_r, before_g = self.paired_r.get(rc), self.paired_g.get(gc)
+        if before_r is not None:
+            if before_r[0] != gc:
+                raise Mismatch(f"{_text(path)} is not the object at {_text(before_r[1])}, as it is in the reference "
+                               "(the reference shares one object there, the candidate has two)")
+            return True
+        if before_g is not None:
+            raise Mismatch(f"{_text(path)} is the object at {_text(before_g[1])}, where the reference has two "
+                           "distinct objects")
+        self.paired_r[rc] = (gc, path)
+        self.paired_g[gc] = (rc, path)
+        return False
+
+    def _pair(self, r: dict[str, Any], g: dict[str, Any], o: dict[str, Any] | None, path: _Path,
+              exact: bool) -> list[_Task]:
+        """Compare one node of each side; returns the pairs of children to compare next."""
+        for side, n in (("the reference's", r), ("the candidate's", g)):
+            if "unsupported" in n:
+                raise Unsupported(f"{_text(path)}: {side} value of type {n['t']} cannot be compared: {n['unsupported']}")
+        t, k = r["t"], kind(r)
+        if g["t"] != t:
+            raise Mismatch(f"{_text(path)} is a {g['t']}, the reference's a {t}")
+        if kind(g) != k:
+            raise Mismatch(f"{_text(path)}: a {t} encoded as {kind(g)}, the reference's as {k}")
+        rtol, atol = (0.0, 0.0) if exact else (self.rtol, self.atol)
+        if o is not None and o.get("t") != t:
+            o = None
+        if k == "atom":
+            _atoms(r, g, _text(path), rtol, atol)
+            return []
+        if k == "array":
+            _arrays(r, g, _text(path), rtol, atol, o)
+            return []
+        if k == "objects":
+            if r["shape"] != g.get("shape"):
+                raise Mismatch(f"{_text(path)} has shape {g.get('shape')}, the reference's {r['shape']}")
+            return _zipped(r["v"], g["v"], None, [_at(path, f".flat[{i}]") for i in range(len(r["v"]))], exact, path)
+        if k == "reduce":
+            return self._reduced(r, g, o, path, exact)
+        more: list[_Task] = []
+        if k == "object":
+            more += self._attrs(r, g, o, path, exact)
+            if "v" not in r and "v" not in g:
+                return more
+        if t in SETS or (k == "object" and r.get("v") and type(r["v"][0]) is dict and "nodes" in r["v"][0]):
+            self._members(r, g, path, rtol, atol)
+            return more
+        if _sampling(r) != _sampling(g):
+            raise Mismatch(f"{_text(path)} has {g.get('n', len(g.get('v', ())))} items, the reference's "
+                           f"{r.get('n', len(r.get('v', ())))}")
+        if len(r.get("v", ())) != len(g.get("v", ())):
+            raise Mismatch(f"{_text(path)} has {len(g.get('v', ()))} items, the reference's {len(r.get('v', ()))}")
+        ov = o.get("v") if o is not None and len(o.get("v", ())) == len(r.get("v", ())) else None
+        if k == "mapping" or (r.get("v") and type(r["v"][0]) is list):
+            return more + self._pairs(r["v"], g["v"], ov, path, exact)
+        return more + _zipped(r.get("v", []), g.get("v", []), ov, [_at(path, f"[{i}]") for i in range(len(r.get("v", ())))],
+                              exact, path)
+
+    def _pairs(self, rv: list[Any], gv: list[Any], ov: list[Any] | None, path: _Path, exact: bool) -> list[_Task]:
+        out: list[_Task] = []
+        for i, (pr, pg) in enumerate(zip(rv, gv, strict=True)):
+            label = _label(self.r, pr[0])
+            po = ov[i] if ov is not None and type(ov[i]) is list and len(ov[i]) == 2 else None
+            out.append((pr[0], pg[0], _at(path, f" key {label}"), None, True))
+            out.append((pr[1], pg[1], _at(path, f"[{label}]"), po[1] if po is not None else None, exact))
+        return out
+
+    def _attrs(self, r: dict[str, Any], g: dict[str, Any], o: dict[str, Any] | None, path: _Path,
+               exact: bool) -> list[_Task]:
+        names_r, names_g = [a[0] for a in r["attrs"]], [a[0] for a in g["attrs"]]
+        if names_r != names_g:
+            extra = sorted(set(names_g) - set(names_r))
+            missing = sorted(set(names_r) - set(names_g))
+            raise Mismatch(f"{_text(path)} " + (f"has attributes {extra} that the reference's lacks" if extra
+                                         else f"lacks the attributes {missing} that the reference's has"))
+        oa = dict((a[0], a[1]) for a in o["attrs"]) if o is not None and "attrs" in o else {}
+        return [(ar[1], ag[1], _at(path, f".{ar[0]}"), oa.get(ar[0]), exact)
+                for ar, ag in zip(r["attrs"], g["attrs"], strict=True)]
+
+    def _reduced(self, r: dict[str, Any], g: dict[str, Any], o: dict[str, Any] | None, path: _Path,
+                 exact: bool) -> list[_Task]:
+        if r["reduce"] != g["reduce"]:
+            raise Mismatch(f"{_text(path)} is rebuilt by {g['reduce']}, the reference's by {r['reduce']}")
+        out: list[_Task] = []
+        for field in ("args", "state", "listitems", "dictitems"):
+            if (field in r) != (field in g):
+                raise Mismatch(f"{_text(path)}: its {field} differ from the reference's (present on one side only)")
+            if field in r:
+                out.append((r[field], g[field], path if field == "state" else _at(path, f" ({field})"),
+                            o.get(field) if o is not None else None, exact))
+        return out
+
+    def _members(self, r: dict[str, Any], g: dict[str, Any], path: _Path, rtol: float | None,
+                 atol: float | None) -> None:
+        """A set's members, each a graph of its own in canonical order (encoded.py)."""
+        if len(r["v"]) != len(g["v"]):
+            raise Mismatch(f"{_text(path)} has {len(g['v'])} members, the reference's {len(r['v'])}")
+        for i, (a, b) in enumerate(zip(r["v"], g["v"], strict=True)):
+            try:
+                compare(a, b, f"{_text(path)} member {i}", rtol, atol)
+            except Mismatch as exc:
+                raise Mismatch(f"{_text(path)}: the members differ ({exc})") from None
+
+
+def _node(nodes: list[Any], c: Any, path: _Path) -> dict[str, Any]:
+    """The node a child refers to: an index into `nodes`, or an atom in place."""
+    if type(c) is int and 0 <= c < len(nodes) and type(nodes[c]) is dict:
+        return nodes[c]
+    if type(c) is dict and "t" in c:
+        return c
+    raise Mismatch(f"{_text(path)} is not a well-formed value")
+
+
+def _zipped(rv: list[Any], gv: list[Any], ov: list[Any] | None, paths: list[_Path], exact: bool,
+            path: _Path) -> list[_Task]:
+    if len(rv) != len(gv):
+        raise Mismatch(f"{_text(path)} has {len(gv)} items, the reference's {len(rv)}")
+    return [(a, b, p, ov[i] if ov is not None else None, exact) for i, (a, b, p) in enumerate(zip(rv, gv, paths, strict=True))]
+
+
+def _sampling(n: dict[str, Any]) -> tuple[Any, Any]:
+    return n.get("n"), n.get("seed")
+
+
+def _label(nodes: list[Any], c: Any) -> str:
+    """A dict key as a path shows it: its value where it is an atom."""
+    if type(c) is dict and "v" in c:
+        return _short(c["v"] if c["t"] != "builtins.float" else float(c["v"]))
+    t = nodes[c]["t"] if type(c) is int and 0 <= c < len(nodes) and type(nodes[c]) is dict else "?"
+    return f"<{t}>"
+
+
+def _atoms(r: dict[str, Any], g: dict[str, Any], path: str, rtol: float | None, atol: float | None) -> None:
+    t = r["t"]
     if t == "builtins.float":
-        _floats(float(ref["v"]), float(got["v"]), where, *tolerance("float64", rtol, atol))
-        return
-    if t == "builtins.complex":
-        for part, a, b in zip(("real", "imag"), ref["v"], got["v"], strict=True):
-            _floats(float(a), float(b), f"{where}.{part}", *tolerance("float64", rtol, atol))
-        return
-    if k == "array":
-        _arrays(ref, got, where, rtol, atol, oracle)
-        return
-    if k == "objects":
-        if ref["shape"] != got.get("shape"):
-            raise Mismatch(f"{where} has shape {got.get('shape')}, the reference {ref['shape']}")
-        for i, (a, b) in enumerate(zip(ref["v"], got["v"], strict=True)):
-            compare(a, b, f"{where}.flat[{i}]", rtol, atol)
-        return
-    if ref.get("v") != got.get("v"):
-        raise Mismatch(f"{where} is {_short(got.get('v'))}, the reference {_short(ref.get('v'))}")
+        _floats(float(r["v"]), float(g["v"]), path, *tolerance("float64", rtol, atol))
+    elif t == "builtins.complex":
+        for part, a, b in zip(("real", "imag"), r["v"], g["v"], strict=True):
+            _floats(float(a), float(b), f"{path}.{part}", *tolerance("float64", rtol, atol))
+    elif r.get("v") != g.get("v"):
+        raise Mismatch(f"{path} is {_short(g.get('v'))}, the reference's {_short(r.get('v'))}")
+
+
+def canonical(e: Any) -> str:
+    """An encoded value as text that two equal encodings share (blob files named apart, same bytes)."""
+    nodes = e.get("nodes", []) if isinstance(e, dict) else []
+    return json.dumps([{k: v for k, v in n.items() if k != "file"} if isinstance(n, dict) else n for n in nodes],
+                      sort_keys=True)
 
 
 def _short(v: Any) -> str:

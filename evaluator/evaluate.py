@@ -23,17 +23,27 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from .compare import canonical
 from .contention import pool_threads
 from .gate import Gate
 from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile
-from .protocol import Profile, Reproduce, Time
+from .protocol import Check, Profile, Reproduce, Reproduced, Time
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .sanitizer import prefix as sanitizer_prefix
 from .sanitizer import read_log, sanitizer_path, tools_for
-from .target import Target, TargetError, check_candidate, imports_of, raw_memory_use
-from .timing import FirstSeen, Timing, Verdict, bound_of, lower_of_pairs, remembered, with_first_seen
+from .target import Target, TargetError, UnsupportedTarget, check_candidate, imports_of, raw_memory_use
+from .timing import (
+    FirstSeen,
+    Timing,
+    Verdict,
+    bound_of,
+    lower_of_pairs,
+    remembered,
+    with_first_seen,
+    worth_a_second_look,
+)
 from .verdict import Channel, Rejected, died_hint, error_line
 
 HOST = socket.gethostname()
@@ -117,6 +127,7 @@ class Evaluator:
             self.inputs, self.hardware = load.inputs, load.hardware
             if self.plan.captured:
                 self._reproduce(ch)
+            self._self_check(ch)
             if load.gpu is not None:
                 self.bound = self._bound(ch, load.gpu)
         finally:
@@ -141,16 +152,73 @@ class Evaluator:
             raise TargetError(f"the target cannot be run on its captured calls: {rej.reason}")
         kept: list[int] = []
         excluded: dict[str, int] = {}
+        self._not_lossy(reply.reproduced)
         for entry in reply.reproduced:
-            why = self.gate.not_reproduced(entry)
+            try:
+                why, first = self.gate.not_reproduced(entry)
+            except Rejected as rej:  # unsupported: what the target returns cannot be compared
+                raise UnsupportedTarget(rej.reason)
             if why:
                 excluded[why] = excluded.get(why, 0) + 1
+                self.plan.excluded_calls[entry.index] = first
             else:
                 kept.append(entry.index)
         if not kept:
             reasons = "; ".join(f"{n} {why}" for why, n in excluded.items())
             raise TargetError(f"the target reproduces none of its {len(reply.reproduced)} captured calls "
                               f"({reasons}): capture again, or define make_inputs(seed)")
+        try:
+            self.plan.reproduced(kept, excluded)
+        except ValueError as exc:
+            raise TargetError(str(exc))
+
+    def _not_lossy(self, entries: list[Reproduced]) -> None:
+        """Stop where two recorded outcomes that differ (by their canonical pickles) encode alike: the
+        comparison cannot tell them apart, so it would verify a rewrite that returns either."""
+        by_encoding: dict[str, tuple[int, str]] = {}
+        for entry in entries:
+            if entry.recorded is None or entry.fingerprint is None:
+                continue
+            key = canonical(entry.recorded)
+            first = by_encoding.setdefault(key, (entry.index, entry.fingerprint))
+            if first[1] != entry.fingerprint:
+                t = entry.recorded["nodes"][0].get("t", "?")
+                raise UnsupportedTarget(f"captured calls {first[0]} and {entry.index} returned different values "
+                                        f"(of type {t}) that redline's comparison cannot tell apart: it would "
+                                        "verify a rewrite that returns either; nothing is verified on them")
+
+    def _self_check(self, ch: Channel) -> None:
+        """Never verify blind: the reference against itself, twice on each input (every kept captured
+        call, or fresh seeds), must compare equal, outputs and inputs after the call, before any
+        candidate is judged, so that an identical copy can only be `not_faster`. A value that cannot be
+        compared stops the run as `unsupported`; a captured call on which the reference differs from
+        itself is excluded, with the first difference; fresh inputs on which it does stop the run."""
+        seeds = self.plan.check_keys(self.settings.check_seeds)
+        try:
+            reply = ch.ask(Check(seeds=seeds, repeat=2, sample_seed=fresh_seeds(1)[0]))
+        except Rejected as rej:
+            raise TargetError(f"the target cannot be run on its inputs: {rej.reason}")
+        differs: dict[int, str] = {}
+        for result in reply.results:
+            try:
+                self.gate.agree(result.runs[0], result.runs[1])
+            except Rejected as rej:
+                if rej.status == "unsupported":
+                    raise UnsupportedTarget(rej.reason)
+                differs[result.seed] = rej.reason
+        if not differs:
+            return
+        first = next(iter(differs.values()))
+        if not self.plan.captured:
+            raise UnsupportedTarget(f"the target gives different results on the same input, so no candidate can "
+                                    f"be checked against it: {first}")
+        excluded = dict(self.plan.excluded)
+        key = "differs from itself on the same call (hidden state, randomness or time)"
+        excluded[key] = excluded.get(key, 0) + len(differs)
+        self.plan.excluded_calls.update(differs)
+        kept = [k for k in self.plan.keys if k not in differs]
+        if not kept:
+            raise UnsupportedTarget(f"the target differs from itself on every captured call ({first})")
         try:
             self.plan.reproduced(kept, excluded)
         except ValueError as exc:
@@ -351,8 +419,9 @@ class Evaluator:
                        pair: Pair, cands: list[Channel]) -> FirstSeen:
         """The first-seen timing to judge by. One that would lower the verdict (FirstSeen.lowers) is taken
         again in a fresh pair of workers, since single calls on a busy machine can be slow by chance,
-        and the higher of the two counts; the candidate `remembers` results only where both say so."""
-        if not first.lowers(seen):
+        and the higher of the two counts; the candidate `remembers` results only where both say so (see
+        worth_a_second_look: only a win on repeated calls is judged so)."""
+        if not worth_a_second_look(seen, first):
             return first
         cand, ref = pair(True)  # on a build of its own: nothing the first pair's calls left in one
         cands.append(cand)

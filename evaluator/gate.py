@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compare import Mismatch, compare
+from .compare import Mismatch, Unsupported, compare
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
 from .protocol import Check, Encoded, ErrorInfo, Oracle, Reproduced, Run, Variants
@@ -115,6 +115,17 @@ class Gate:
             raise Rejected("incorrect", "the output aliases an input (the reference returns new memory)")
         self.same(rr.inputs_after, g1.inputs_after, "input", "mutates its inputs unlike the reference: ", exact=True)
 
+    def agree(self, a: Run, b: Run) -> None:
+        """Raise unless two runs of one code on one input agree: the same outcome (or exception type),
+        the same inputs after the call (the reference's self-check, before any candidate)."""
+        if a.error is not None or b.error is not None:
+            if a.error is None or b.error is None or a.error.type != b.error.type:
+                raise Rejected("incorrect", f"one run {'raises ' + error_line(a.error) if a.error else 'returns'}, "
+                               f"the other {'raises ' + error_line(b.error) if b.error else 'returns'}")
+            return
+        self.same(a.output, b.output, "output", "")
+        self.same(a.inputs_after, b.inputs_after, "input", "inputs after the call differ: ", exact=True)
+
     def same(self, ref: Encoded | None, got: Encoded | None, where: str, prefix: str, exact: bool = False,
              oracle: Encoded | None = None) -> None:
         """Raise `incorrect` with `prefix` and the mismatch unless `got` matches `ref` (or, for a
@@ -126,6 +137,8 @@ class Gate:
             compare(ref, got, where, 0.0 if exact else s.rtol, 0.0 if exact else s.atol, oracle=oracle)
         except Mismatch as exc:
             raise Rejected("incorrect", f"{prefix}{exc}")
+        except Unsupported as exc:  # redline's limit, not the candidate's failure
+            raise Rejected("unsupported", f"redline cannot compare what the target returns or changes: {exc}")
         except (KeyError, TypeError, ValueError) as exc:
             raise Rejected("incorrect", f"{prefix}{where} is not a well-formed value ({exc.__class__.__name__})")
 
@@ -135,20 +148,24 @@ class Gate:
         reply = ref.ask(Oracle(seeds=seeds, sample_seed=sample))
         return reply.oracles if len(reply.oracles) == len(seeds) else [None] * len(seeds)
 
-    def not_reproduced(self, entry: Reproduced) -> str:
-        """Why the reference's outcome on a captured call differs from the recorded one ('' if it does not)."""
+    def not_reproduced(self, entry: Reproduced) -> tuple[str, str]:
+        """Why the reference's outcome on a captured call differs from the recorded one, and the first
+        difference (('', '') if it does not). Raises `unsupported` where the two cannot be compared."""
         if entry.raises:
             if entry.error is None:
-                return f"returns where the recorded call raised {entry.raises}"
-            return "" if entry.error.type == entry.raises else \
-                f"raises {entry.error.type} where the recorded call raised {entry.raises}"
+                why = f"returns where the recorded call raised {entry.raises}"
+                return why, why
+            why = f"raises {entry.error.type} where the recorded call raised {entry.raises}"
+            return ("", "") if entry.error.type == entry.raises else (why, error_line(entry.error))
         if entry.error is not None:
-            return f"raises {entry.error.type} where the recorded call returned"
+            return f"raises {entry.error.type} where the recorded call returned", error_line(entry.error)
         if entry.recorded is None:
-            return "" if entry.recorded_type in ("", entry.actual_type) else \
-                f"returns {entry.actual_type} where the recorded call returned {entry.recorded_type}"
+            why = f"returns {entry.actual_type} where the recorded call returned {entry.recorded_type}"
+            return ("", "") if entry.recorded_type in ("", entry.actual_type) else (why, why)
         try:
             self.same(entry.recorded, entry.actual, "result", "")
-        except Rejected:
-            return "returns another result than the recorded call (hidden state, randomness or time)"
-        return ""
+        except Rejected as rej:
+            if rej.status == "unsupported":
+                raise
+            return "returns another result than the recorded call (hidden state, randomness or time)", rej.reason
+        return "", ""

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .inputs.plan import InputsInfo
 
 Status = Literal["ok", "not_faster", "build_error", "incorrect", "timeout", "crashed", "rejected_exploit",
-                 "infra_error"]
+                 "infra_error", "unsupported"]
 
 
 class _Model(BaseModel):
@@ -161,6 +161,14 @@ class Regression(_Model):
     candidate: str = ""
 
 
+class Stopped(_Model):
+    """Why a run stopped before judging any candidate: `unsupported` where redline cannot compare what
+    the target returns or changes (its own limit), `error` for a bad target, inputs or setting."""
+
+    status: Literal["unsupported", "error"]
+    reason: str
+
+
 class Report(_Model):
     """The optimise report (`--json REPORT`)."""
 
@@ -179,3 +187,4 @@ class Report(_Model):
     inputs: InputsInfo | None = None  # where the inputs came from
     bound: str = ""  # on CUDA, what limits the target: launch-bound, memory-bound or compute-bound
     cancelled: bool = False  # stopped by the user (Ctrl-C, the editor's cancel); what was verified before stands
+    stopped: Stopped | None = None  # the run stopped before judging any candidate, and why

@@ -46,6 +46,7 @@ class Reproduced(_Msg):
     error: ErrorInfo | None = None
     raises: str | None = None  # the exception type the recorded call raised
     recorded: Encoded | None = None  # the recorded return value, where it could be pickled
+    fingerprint: str | None = None  # its canonical pickle's digest (see ops.fingerprint)
     recorded_type: str = ""  # its type, where it could not
     actual: Encoded | None = None
     actual_type: str = ""

@@ -19,6 +19,12 @@ class TargetError(Exception):
     """The target or its inputs cannot be used (CLI exit 2)."""
 
 
+class UnsupportedTarget(TargetError):
+    """redline cannot judge candidates for this target: it cannot compare what the target returns or
+    changes, or the comparison would lose what tells two outcomes apart. redline's own limit, reported
+    as `unsupported`, never as a candidate's failure."""
+
+
 class EditError(TargetError):
     """A candidate's code cannot be written into the target's file as a valid module."""
 

@@ -314,6 +314,14 @@ def with_first_seen(seen: Verdict, first: FirstSeen, settings: EvalSettings) -> 
     return judged(s, s_ci, f"; {speedup:.2f}x on first-seen calls, not significantly lower", fields, settings)
 
 
+def worth_a_second_look(seen: Verdict, first: FirstSeen) -> bool:
+    """Whether a first-seen timing can change the verdict, and so is measured again in a fresh pair:
+    only where the repeated rounds found a win and the first-seen calls lie significantly below it. A
+    candidate that is not faster on repeated calls (an identical copy) has nothing to remember, and
+    its `not_faster` stands however its single first-seen calls fell."""
+    return seen.status == "ok" and first.lowers(seen)
+
+
 def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
     """The rejection of a candidate that `remembers` in every pair of workers that timed calls first seen."""
     figures = " and ".join(f"{f.speedup[0]:.2f}x (95% CI {f.speedup[1][0]:.2f}-{f.speedup[1][1]:.2f})"

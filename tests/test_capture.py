@@ -9,6 +9,7 @@ the reference does not reproduce, and a failing command.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -124,6 +125,10 @@ def test_calls_the_reference_does_not_reproduce_are_excluded_and_counted(app: Pa
     assert inputs["calls"] == 20 and inputs["excluded"] == 20  # the 20 calls made after MODE changed
     assert list(inputs["excluded_reasons"]) == ["returns another result than the recorded call (hidden state, "
                                                 "randomness or time)"]
+    # Each excluded call names the first difference with both values: what it returns now, what it did then.
+    assert len(inputs["excluded_calls"]) == 20
+    assert all(re.fullmatch(r"result is [-\d.e]+, the reference [-\d.e]+ \(beyond .*\)", why)
+               for why in inputs["excluded_calls"].values()), inputs["excluded_calls"]
     assert report["candidates"][0]["status"] in ("ok", "not_faster")
 
 

@@ -373,6 +373,22 @@ def test_first_seen_calls_decide_only_where_significantly_slower_and_remembering
     assert "remembers results by their arguments" in rej.reason
 
 
+def test_an_identical_copy_cannot_be_judged_remembering_however_its_first_seen_calls_fall() -> None:
+    """The memoisation defence looks again only at a win: an identical copy's first-seen calls read 0.65x
+    on a real target (single calls, a busy machine), below two thirds of its repeated 1.0x; it is not a
+    win on repeated calls, so it stays not_faster, never rejected_exploit, by construction."""
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.timing import FirstSeen, Verdict, with_first_seen, worth_a_second_look
+
+    copy = Verdict("not_faster", "", {"speedup": 1.0, "speedup_ci95": (0.97, 1.03)})
+    unlucky = FirstSeen([1e-3] * 16, [1.55e-3] * 16, [1.0] * 16)  # 0.65x
+    assert unlucky.remembers(copy)  # what the figures alone would say
+    assert not worth_a_second_look(copy, unlucky)
+    assert with_first_seen(copy, unlucky, EvalSettings()).status == "not_faster"
+    memo = Verdict("ok", "", {"speedup": 6.6, "speedup_ci95": (6.1, 7.0)})
+    assert worth_a_second_look(memo, FirstSeen([1e-3] * 16, [1e-3] * 16, [1.0] * 16))
+
+
 INLINE_CPP = '''
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -32,6 +32,8 @@ class InputsInfo(BaseModel):
     calls: int | None = None  # captured: calls used (those the reference reproduces)
     excluded: int = 0  # captured: calls left out because the reference does not reproduce them
     excluded_reasons: dict[str, int] = {}
+    # captured: each excluded call (its index in the store) and its first difference, both values named
+    excluded_calls: dict[int, str] = {}
     command: list[str] = []
     captured_at: str = ""
 
@@ -45,6 +47,7 @@ class InputPlan:
         self._weights = manifest.weights() if manifest is not None else []
         self.keys = list(self._all)  # captured calls in use: narrowed to those the reference reproduces
         self.excluded: dict[str, int] = {}
+        self.excluded_calls: dict[int, str] = {}  # each excluded call's first difference (for the report)
         # Calls recorded raising are checked (the candidate must raise the same) but not timed.
         self._raising = {i for i, c in enumerate(manifest.calls) if c.outcome == "raise"} if manifest else set()
 
@@ -97,4 +100,5 @@ class InputPlan:
             return InputsInfo(source=self.source.kind, detail=self.source.describe())
         return InputsInfo(source="captured", detail=self.source.describe(), calls=len(self.keys),
                           excluded=sum(self.excluded.values()), excluded_reasons=self.excluded,
+                          excluded_calls=self.excluded_calls,
                           command=m.command, captured_at=m.captured_at)

@@ -1,17 +1,23 @@
-"""Values as the harness sees them: an exact, JSON-able description of each output (its type, dtype,
-shape and bytes, never a pickle), large arrays by a seeded sample plus exact sums; and a short
-description of an argument for prompts. encoded.py describes the format, which the harness's
-comparison (compare.py) reads."""
+"""Values as the harness sees them: an exact, JSON-able description of each output as a graph of its
+objects (their types, state and sharing; arrays by dtype, shape and bytes; never a pickle), large
+arrays and long sequences by a seeded sample plus exact counts; and a short description of an argument
+for prompts. encoded.py describes the format, which the harness's comparison (compare.py) reads."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import os
+import re
 import sys
+import threading
 import types
+import weakref
+from collections import deque
 from typing import Any
 
-from .state import _b64, _isinstance, _json_dumps, _len, _type, sample_seed, state
+from .encoded import LONG
+from .state import _b64, _isinstance, _json_dumps, _len, _Random, _type, sample_seed, state
 
 _INLINE = 256 << 10
 _blob_count = [0]
@@ -91,54 +97,249 @@ def _sketch_numpy(arr: Any, name: str, digest: bool) -> dict[str, Any]:
             **_blob(sample.tobytes(), digest)}
 
 
-def encode(value: Any, depth: int = 0, digest: bool = False) -> Any:
-    """A JSON-able, exact description of a value: its exact type and its contents (with `digest`,
-    arrays are described by their sha256 only: enough to tell whether inputs were changed)."""
-    if depth > 50:
-        raise ValueError("value nested too deeply")
-    t = _type(value)
+# Atoms: written in place wherever they occur, never shared (their identity means nothing).
+_ATOMS = (type(None), bool, int, float, complex, str, bytes)
+BUDGET = 2_000_000  # objects and atoms encoded for one value; past it, what is left is `unsupported`
+_UNSET = {"t": "redline.unset", "v": None}  # a slot with no value
+_LOCKS = (_type(threading.Lock()), _type(threading.RLock()))
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
+_object_getstate = getattr(object, "__getstate__", None)
+
+
+def encode(value: Any, digest: bool = False) -> dict[str, Any]:
+    """A JSON-able, exact description of a value as a flat graph of its objects (encoded.py): its exact
+    types, state and sharing (with `digest`, arrays are described by their sha256 only: enough to tell
+    whether inputs were changed). Never raises for what it cannot describe: that part is `unsupported`."""
+    return _Encoder(digest).run(value)
+
+
+def _qualified(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', None) or '?'}.{getattr(obj, '__qualname__', None) or getattr(obj, '__name__', '?')}"
+
+
+def _atom(v: Any, t: type) -> dict[str, Any]:
     name = f"{t.__module__}.{t.__qualname__}"
-    if value is None or t in (bool, int, str):
-        return {"t": name, "v": value}
     if t is float:
-        return {"t": name, "v": repr(value)}
+        return {"t": name, "v": repr(v)}
     if t is complex:
-        return {"t": name, "v": [repr(value.real), repr(value.imag)]}
+        return {"t": name, "v": [repr(v.real), repr(v.imag)]}
     if t is bytes:
-        return {"t": name, "v": _b64(value).decode()}
-    if t in (list, tuple):
-        return {"t": name, "v": [encode(v, depth + 1, digest) for v in value]}
-    if t is dict:
-        return {"t": name, "v": [[encode(k, depth + 1, digest), encode(v, depth + 1, digest)] for k, v in value.items()]}
-    if t in (set, frozenset):  # in a canonical order: two equal sets encode the same
-        return {"t": name, "v": sorted((encode(v, depth + 1, digest) for v in value), key=_json_dumps)}
-    np = sys.modules.get("numpy")
-    if np is not None and t is np.ndarray:
-        arr = np.ascontiguousarray(value)
-        if arr.dtype.hasobject:
-            return {"t": name, "object": True, "shape": list(arr.shape),
-                    "v": [encode(v, depth + 1, digest) for v in arr.ravel().tolist()]}
-        if arr.size > _SAMPLE_OVER:
-            return _sketch_numpy(arr, name, digest)
-        return {"t": name, "dtype": arr.dtype.str, "shape": list(arr.shape), **_blob(arr.tobytes(), digest)}
-    if np is not None and _isinstance(value, np.generic) and t.__module__ == "numpy":
-        return {"t": name, "dtype": value.dtype.str, "shape": [], "b": _b64(value.tobytes()).decode()}
-    torch = sys.modules.get("torch")
-    if torch is not None and t is torch.Tensor:
-        dtype = str(value.dtype).replace("torch.", "")
-        if value.numel() > _SAMPLE_OVER:
-            return _sketch_torch(value, name, dtype, digest)
-        cpu = value.detach().to("cpu")
-        if cpu.dtype in (torch.bfloat16, torch.float16) or dtype.startswith("float8"):
-            cpu = cpu.float()
-        arr = cpu.contiguous().numpy()
-        return {"t": name, "dtype": arr.dtype.str, "torch_dtype": dtype, "shape": list(arr.shape),
-                **_blob(arr.tobytes(), digest)}
-    state = getattr(value, "__dict__", None)
-    if _type(state) is dict and not _isinstance(value, (types.ModuleType, types.FunctionType, type)):
-        # A plain object: compared by its type and attributes.
-        return {"t": name, "attrs": encode(dict(state), depth + 1, digest)}
-    return {"t": name, "opaque": True}  # the harness can only compare its type
+        return {"t": name, "v": _b64(v).decode()}
+    return {"t": name, "v": v}
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+_CONTAINERS = (object, list, tuple, dict, set, frozenset)
+
+
+def _plain(t: type) -> bool:
+    """Whether instances of `t` keep all their state where pickle's default would read it (`__dict__`
+    and slots): classes written in Python over plain containers, with no reduce of their own. Any
+    other type (a C type keeps state no attribute shows) is described by its reduce protocol, or is
+    `unsupported` where it has none."""
+    if t.__reduce_ex__ is not object.__reduce_ex__ or t.__reduce__ is not object.__reduce__ or \
+            getattr(t, "__getstate__", _object_getstate) is not _object_getstate:
+        return False
+    return all(c in _CONTAINERS or c.__flags__ & _HEAPTYPE for c in t.__mro__)
+
+
+def _mutable(v: Any, t: type) -> bool:
+    """Whether the identity of `v` matters to a caller: unhashable objects and plain instances (which
+    hash by identity) can change under a second reference; frozen dataclasses and tuples cannot."""
+    if t.__hash__ is None:
+        return True
+    params = getattr(t, "__dataclass_params__", None)
+    return _plain(t) and not _isinstance(v, tuple) and not (params is not None and params.frozen)
+
+
+class _Encoder:
+    """One value's graph, built breadth first without recursion; every object met is kept alive until
+    the end, so no id is reused for another object while it is being encoded."""
+
+    def __init__(self, digest: bool) -> None:
+        self.digest = digest
+        self.nodes: list[Any] = []
+        self.memo: dict[int, int] = {}
+        self.keep: list[Any] = []
+        self.todo: deque[tuple[int, Any]] = deque()
+        self.count = 0
+
+    def run(self, value: Any) -> dict[str, Any]:
+        root = self.child(value)
+        if not _isinstance(root, int):
+            return {"nodes": [root]}
+        while self.todo:
+            i, v = self.todo.popleft()
+            try:
+                self.nodes[i] = self.node(v)
+            except Exception as exc:  # reading its state ran its code (a property, a reduce) and that raised
+                self.nodes[i] = {"t": _qualified(_type(v)),
+                                 "unsupported": f"reading it raised {_type(exc).__name__}: {str(exc)[:200]}"}
+        return {"nodes": self.nodes}
+
+    def child(self, v: Any) -> Any:
+        """The reference to `v` inside a node: an atom in place, else the index of its node."""
+        t = _type(v)
+        self.count += 1
+        if t in _ATOMS:
+            return _atom(v, t)
+        named = self.by_value(v, t)
+        if named is not None:
+            return named
+        i = self.memo.get(id(v))
+        if i is not None:
+            return i
+        if self.count > BUDGET:
+            return {"t": _qualified(t), "unsupported": f"the value holds more than {BUDGET:,} objects"}
+        i = _len(self.nodes)
+        self.nodes.append(None)
+        self.memo[id(v)] = i
+        self.keep.append(v)
+        self.todo.append((i, v))
+        return i
+
+    def by_value(self, v: Any, t: type) -> dict[str, Any] | None:
+        """Values equal by what they denote, written in place: enum members, classes, functions,
+        modules, regexes and their matches, byte buffers, locks."""
+        name = _qualified(t)
+        if _isinstance(v, enum.Enum):
+            return {"t": name, "v": v.name}
+        if _isinstance(v, type) or (_isinstance(v, _FUNCTIONS) and _isinstance(getattr(v, "__self__", None),
+                                                                             (types.ModuleType, type(None)))):
+            return {"t": name, "v": _qualified(v)}
+        if t is types.ModuleType:
+            return {"t": name, "v": v.__name__}
+        if t is re.Pattern:
+            return {"t": name, "v": [repr(v.pattern), v.flags]}
+        if t is re.Match:
+            return {"t": name, "v": [list(v.span()), repr(v.groups()), repr(v.group(0)), repr(v.re.pattern)]}
+        if t in (bytearray, memoryview):
+            return {"t": name, "v": _b64(bytes(v)).decode()}
+        if t in _LOCKS:
+            return {"t": name, "v": None}
+        return None
+
+    def node(self, v: Any) -> dict[str, Any]:
+        t = _type(v)
+        name = _qualified(t)
+        if t in (list, tuple):
+            return {"t": name, **self.items(v), **({"m": 1} if t is list else {})}
+        if t is dict:
+            return {"t": name, "m": 1, **self.pairs(v)}
+        if t in (set, frozenset):
+            return {"t": name, "v": self.members(v), **({"m": 1} if t is set else {})}
+        array = self.array(v, t, name)
+        if array is not None:
+            return array
+        if _isinstance(v, weakref.ref):  # a parent link: what it points at
+            return {"t": name, "attrs": [["referent", self.child(v())]]}
+        return self.instance(v, t, name)
+
+    def items(self, seq: Any) -> dict[str, Any]:
+        n = _len(seq)
+        if n <= LONG:
+            return {"v": [self.child(x) for x in seq]}
+        at = sorted(_Random(sample_seed[0]).sample(range(n), LONG))
+        return {"n": n, "seed": sample_seed[0], "v": [self.child(seq[j]) for j in at]}
+
+    def pairs(self, d: Any) -> dict[str, Any]:
+        n = _len(d)
+        pairs = list(d.items())
+        if n > LONG:
+            pairs = [pairs[j] for j in sorted(_Random(sample_seed[0]).sample(range(n), LONG))]
+        out: dict[str, Any] = {"v": [[self.child(k), self.child(x)] for k, x in pairs]}
+        return out if n <= LONG else {"n": n, "seed": sample_seed[0], **out}
+
+    def members(self, s: Any) -> list[dict[str, Any]]:
+        """A set's items, each its own graph, in the order of their JSON: equal sets encode alike."""
+        subs = []
+        for x in s:
+            sub = _Encoder(self.digest)
+            sub.count = self.count
+            subs.append(sub.run(x))
+            self.count = sub.count
+        return sorted(subs, key=_json_dumps)
+
+    def array(self, v: Any, t: type, name: str) -> dict[str, Any] | None:
+        np = sys.modules.get("numpy")
+        if np is not None and t is np.ndarray:
+            arr = np.ascontiguousarray(v)
+            if arr.dtype.hasobject:
+                return {"t": name, "m": 1, "object": True, "shape": list(arr.shape),
+                        "v": [self.child(x) for x in arr.ravel().tolist()]}
+            if arr.size > _SAMPLE_OVER:
+                return {"m": 1, **_sketch_numpy(arr, name, self.digest)}
+            return {"t": name, "m": 1, "dtype": arr.dtype.str, "shape": list(arr.shape), **_blob(arr.tobytes(), self.digest)}
+        if np is not None and _isinstance(v, np.generic) and t.__module__ == "numpy":
+            return {"t": name, "dtype": v.dtype.str, "shape": [], "b": _b64(v.tobytes()).decode()}
+        torch = sys.modules.get("torch")
+        if torch is not None and t is torch.Tensor:
+            dtype = str(v.dtype).replace("torch.", "")
+            if v.numel() > _SAMPLE_OVER:
+                return {"m": 1, **_sketch_torch(v, name, dtype, self.digest)}
+            cpu = v.detach().to("cpu")
+            if cpu.dtype in (torch.bfloat16, torch.float16) or dtype.startswith("float8"):
+                cpu = cpu.float()
+            arr = cpu.contiguous().numpy()
+            return {"t": name, "m": 1, "dtype": arr.dtype.str, "torch_dtype": dtype, "shape": list(arr.shape),
+                    **_blob(arr.tobytes(), self.digest)}
+        return None
+
+    def instance(self, v: Any, t: type, name: str) -> dict[str, Any]:
+        """An instance: its own state where pickle's default would read it, else what its reduce
+        protocol gives; `unsupported` where it has neither."""
+        flag = {"m": 1} if _mutable(v, t) else {}
+        if _plain(t):
+            return {"t": name, **flag, "attrs": self.attrs(v, t), **self.contents(v)}
+        try:
+            rv = v.__reduce_ex__(4)
+        except Exception as exc:
+            attrs = self.attrs(v, t)
+            if attrs:  # it refuses to be pickled (a socket, a file) but has state of its own
+                return {"t": name, **flag, "attrs": attrs}
+            return {"t": name, "unsupported": f"it cannot be pickled ({_type(exc).__name__}: {str(exc)[:200]})"}
+        if _isinstance(rv, str):  # a global, by its name
+            return {"t": name, "v": f"{getattr(v, '__module__', None) or t.__module__}.{rv}"}
+        node: dict[str, Any] = {"t": name, **flag, "reduce": _qualified(rv[0]), "args": self.child(rv[1])}
+        for field, part in zip(("state", "listitems", "dictitems"), rv[2:5], strict=False):
+            if part is not None:
+                node[field] = self.child(part if field == "state" else list(part))
+        return node
+
+    def attrs(self, v: Any, t: type) -> list[list[Any]]:
+        """[name, child] for each attribute in `__dict__` and each slot of every class in the MRO."""
+        found: dict[str, Any] = {}
+        try:
+            d = object.__getattribute__(v, "__dict__")
+        except (AttributeError, TypeError):
+            d = None
+        if _type(d) is dict:
+            found.update((str(k), x) for k, x in d.items())
+        for cls in t.__mro__:
+            slots = cls.__dict__.get("__slots__", ())
+            for slot in (slots,) if _isinstance(slots, str) else slots:
+                if slot in ("__dict__", "__weakref__"):
+                    continue
+                attr = f"_{cls.__name__.lstrip('_')}{slot}" if slot.startswith("__") and not slot.endswith("__") \
+                    else slot
+                desc = cls.__dict__.get(attr)
+                if desc is None or not hasattr(desc, "__get__"):
+                    continue
+                try:
+                    found[attr] = desc.__get__(v, t)
+                except AttributeError:
+                    found[attr] = _UNSET
+        return [[k, found[k] if found[k] is _UNSET else self.child(found[k])] for k in sorted(found)]
+
+    def contents(self, v: Any) -> dict[str, Any]:
+        """The items of an instance of a list, tuple, set or dict subclass (a namedtuple, say)."""
+        if _isinstance(v, (list, tuple)):
+            return self.items(v)
+        if _isinstance(v, dict):
+            return self.pairs(v)
+        if _isinstance(v, (set, frozenset)):
+            return {"v": self.members(v)}
+        return {}
 
 
 def describe(value: Any, depth: int = 0) -> str:

@@ -3,6 +3,9 @@ oracle, the reproduce check of captured calls, and calls for Nsight Compute to p
 
 from __future__ import annotations
 
+import hashlib
+import io
+import pickle
 import sys
 import traceback
 from typing import Any
@@ -10,7 +13,7 @@ from typing import Any
 from .codec import encode
 from .cuda import sync as _sync
 from .memory import aliases, buffers
-from .state import _isinstance, _type, candidate_threads, late_threads, state, violations
+from .state import _isinstance, _len, _type, candidate_threads, late_threads, state, violations
 from .subject import Subject, _Unpickler
 from .variants import LAYOUT, derive
 from .variants import apply as apply_variant
@@ -179,7 +182,9 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         entry: dict[str, Any] = {"index": index, "error": err, "raises": recorded.get("type")}
         if recorded["kind"] == "return":
             if recorded.get("value") is not None:
-                entry["recorded"] = encode(_Unpickler(subject).loads(recorded["value"]))
+                value = _Unpickler(subject).loads(recorded["value"])
+                entry["recorded"] = encode(value)
+                entry["fingerprint"] = fingerprint(value)
             else:
                 entry["recorded_type"] = recorded.get("unpicklable", "")
             if err is None:
@@ -187,6 +192,42 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 entry["actual_type"] = f"{_type(out).__module__}.{_type(out).__qualname__}"
         calls.append(entry)
     return {"reproduced": calls}
+
+
+class _Canonical(pickle.Pickler):
+    """pickle with instances' attributes in sorted order: two objects whose state was set in another
+    order pickle alike, as they encode alike."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        t = _type(obj)
+        if t.__reduce_ex__ is not object.__reduce_ex__ or _isinstance(obj, type):
+            return NotImplemented
+        try:
+            rv = obj.__reduce_ex__(4)
+        except Exception:
+            return NotImplemented
+        if _isinstance(rv, str) or _len(rv) < 3:
+            return rv
+        state = rv[2]
+        if _type(state) is dict:
+            state = dict(sorted(state.items()))
+        elif _type(state) is tuple and _len(state) == 2:
+            state = tuple(dict(sorted(s.items())) if _type(s) is dict else s for s in state)
+        return (*rv[:2], state, *rv[3:])
+
+
+def fingerprint(value: Any) -> str | None:
+    """The digest of a value's pickle (no memo: sharing of equal atoms does not count), independent
+    of the encoder: two recorded outcomes that differ here but encode alike show the encoding loses
+    something. None where it cannot be pickled so."""
+    buf = io.BytesIO()
+    try:
+        p = _Canonical(buf, protocol=4)
+        p.fast = True
+        p.dump(value)
+    except Exception:
+        return None
+    return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
 _HALF = ("torch.bfloat16", "torch.float16")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gc
 import json
+import random
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ _isinstance = isinstance
 _len = len
 _json_dumps = json.dumps
 _b64 = base64.b64encode
+_Random = random.Random
 
 # Functions a candidate must not replace: (module, attribute) -> the original.
 watched: dict[tuple[str, str], object] = {

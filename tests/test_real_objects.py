@@ -1,0 +1,70 @@
+"""Verdicts on the objects real code passes, through the real CLI: for each kind, an identical copy of
+the target is `not_faster`, a rewrite that is wrong on a few inputs is `incorrect` with the place it
+differs named, and an honest faster rewrite is `ok`.
+
+The targets (tests/realobjects/objects_app.py) return results kept in `__slots__`, enum members,
+Decimals, classes and trees whose nodes hold their parents; change a bytearray or a 10,000-node linked list in place; or are a
+method of an object holding a compiled regex and a logger, whose state after the call is compared too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, redline
+
+HERE = TESTS / "realobjects"
+
+# target, its inputs function, and a word of the reason the wrong rewrite must give (where it differs)
+CASES = [
+    ("parse_times", "parse_times_inputs", ".hour is 24, the reference's 12"),
+    ("levels", "levels_inputs", "is 'LOW', the reference's 'MID'"),
+    ("invoice_total", "invoice_total_inputs", "output (args)[0]"),
+    ("Lexer.tokens", "lexer_inputs", ".count is 0"),
+    ("mask", "mask_inputs", "mutates its inputs"),
+    ("handlers_for", "handlers_for_inputs", "objects_app.JsonHandler', the reference's 'objects_app.CsvHandler'"),
+    ("nest", "nest_inputs", ".parent"),
+]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("objects")
+    shutil.copy(HERE / "objects_app.py", root / "objects_app.py")
+    (root / "redline.toml").write_text("")
+    return root
+
+
+@pytest.mark.parametrize(("target", "inputs", "where"), CASES, ids=[c[0] for c in CASES])
+def test_copy_is_not_faster_wrong_is_incorrect_honest_is_ok(workspace: Path, tmp_path: Path, target: str,
+                                                            inputs: str, where: str) -> None:
+    candidates = HERE / "candidates" / target.rpartition(".")[2]
+    report_path = tmp_path / "report.json"
+    res = redline("optimise", f"objects_app.py::{target}", "--inputs", f"objects_app.py::{inputs}",
+                  "--candidates", str(candidates), "--no-builtin", "--json", str(report_path), cwd=workspace)
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
+    copy, wrong, honest = by_file["copy.py"], by_file["wrong.py"], by_file["honest.py"]
+    assert copy["status"] == "not_faster", copy["reason"]
+    assert wrong["status"] == "incorrect" and where in wrong["reason"], wrong["reason"]
+    assert honest["status"] == "ok", honest["reason"]
+    assert report["winner"]["id"] == honest["id"]
+    assert (workspace / "objects_app.py").read_text() == (HERE / "objects_app.py").read_text()
+
+
+def test_a_linked_list_of_ten_thousand_nodes_is_compared_without_recursion(workspace: Path, tmp_path: Path) -> None:
+    """A 10,000-node list reversed in place: the state after the call is compared link by link (no
+    recursion limit), and a rewrite that leaves a cycle at the far end is named there."""
+    report_path = tmp_path / "report.json"
+    res = redline("optimise", "objects_app.py::relink", "--inputs", "objects_app.py::relink_inputs",
+                  "--candidates", str(HERE / "candidates" / "relink"), "--no-builtin", "--json", str(report_path),
+                  cwd=workspace)
+    assert res.returncode == 0, res.stderr[-3000:]
+    by_file = {c["origin"].split(":", 1)[1]: c for c in json.loads(report_path.read_text())["candidates"]}
+    assert by_file["copy.py"]["status"] == "not_faster", by_file["copy.py"]["reason"]
+    wrong = by_file["wrong.py"]
+    assert wrong["status"] == "incorrect" and "steps)…" in wrong["reason"], wrong["reason"]
