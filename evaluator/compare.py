@@ -75,6 +75,16 @@ _Path = Any
 _Task = tuple[Any, Any, _Path, Any, bool]
 
 
+class _Where:
+    """A path written out only if a message needs it (most atoms compare equal)."""
+
+    def __init__(self, path: _Path) -> None:
+        self.path = path
+
+    def __str__(self) -> str:
+        return _text(self.path)
+
+
 def _at(path: _Path, step: str) -> _Path:
     return (path, step)
 
@@ -158,7 +168,7 @@ class _Walk:
         if o is not None and o.get("t") != t:
             o = None
         if k == "atom":
-            _atoms(r, g, _text(path), rtol, atol)
+            _atoms(r, g, _Where(path), rtol, atol)
             return []
         if k == "array":
             _arrays(r, g, _text(path), rtol, atol, o)
@@ -262,7 +272,7 @@ def _label(nodes: list[Any], c: Any) -> str:
     return f"<{t}>"
 
 
-def _atoms(r: dict[str, Any], g: dict[str, Any], path: str, rtol: float | None, atol: float | None) -> None:
+def _atoms(r: dict[str, Any], g: dict[str, Any], path: _Where, rtol: float | None, atol: float | None) -> None:
     t = r["t"]
     if t == "builtins.float":
         _floats(float(r["v"]), float(g["v"]), path, *tolerance("float64", rtol, atol))
@@ -285,7 +295,7 @@ def _short(v: Any) -> str:
     return s if len(s) < 60 else s[:57] + "..."
 
 
-def _floats(a: float, b: float, where: str, rtol: float, atol: float) -> None:
+def _floats(a: float, b: float, where: object, rtol: float, atol: float) -> None:
     if math.isnan(a) or math.isnan(b):
         if math.isnan(a) != math.isnan(b):
             raise Mismatch(f"{where} is {b}, the reference {a} (NaN positions differ)")

@@ -23,13 +23,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from .compare import canonical
 from .contention import pool_threads
-from .gate import Gate
+from .gate import Gate, indistinct
 from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile
-from .protocol import Check, Profile, Reproduce, Reproduced, Time
+from .protocol import Check, Profile, Reproduce, Time
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .sanitizer import prefix as sanitizer_prefix
 from .sanitizer import read_log, sanitizer_path, tools_for
@@ -152,7 +151,9 @@ class Evaluator:
             raise TargetError(f"the target cannot be run on its captured calls: {rej.reason}")
         kept: list[int] = []
         excluded: dict[str, int] = {}
-        self._not_lossy(reply.reproduced)
+        lossy = indistinct(reply.reproduced)
+        if lossy:
+            raise UnsupportedTarget(lossy)
         for entry in reply.reproduced:
             try:
                 why, first = self.gate.not_reproduced(entry)
@@ -171,21 +172,6 @@ class Evaluator:
             self.plan.reproduced(kept, excluded)
         except ValueError as exc:
             raise TargetError(str(exc))
-
-    def _not_lossy(self, entries: list[Reproduced]) -> None:
-        """Stop where two recorded outcomes that differ (by their canonical pickles) encode alike: the
-        comparison cannot tell them apart, so it would verify a rewrite that returns either."""
-        by_encoding: dict[str, tuple[int, str]] = {}
-        for entry in entries:
-            if entry.recorded is None or entry.fingerprint is None:
-                continue
-            key = canonical(entry.recorded)
-            first = by_encoding.setdefault(key, (entry.index, entry.fingerprint))
-            if first[1] != entry.fingerprint:
-                t = entry.recorded["nodes"][0].get("t", "?")
-                raise UnsupportedTarget(f"captured calls {first[0]} and {entry.index} returned different values "
-                                        f"(of type {t}) that redline's comparison cannot tell apart: it would "
-                                        "verify a rewrite that returns either; nothing is verified on them")
 
     def _self_check(self, ch: Channel) -> None:
         """Never verify blind: the reference against itself, twice on each input (every kept captured

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compare import Mismatch, Unsupported, compare
+from .compare import Mismatch, Unsupported, canonical, compare
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
 from .protocol import Check, Encoded, ErrorInfo, Oracle, Reproduced, Run, Variants
@@ -169,3 +169,20 @@ class Gate:
                 raise
             return "returns another result than the recorded call (hidden state, randomness or time)", rej.reason
         return "", ""
+
+
+def indistinct(entries: list[Reproduced]) -> str:
+    """Why the comparison is lossy for these captured calls ('' where it is not): two recorded outcomes
+    that differ (by their canonical pickles, made without the encoder) but encode alike. Verifying on
+    them would accept a rewrite that returns either."""
+    by_encoding: dict[str, tuple[int, str]] = {}
+    for entry in entries:
+        if entry.recorded is None or entry.fingerprint is None:
+            continue
+        first = by_encoding.setdefault(canonical(entry.recorded), (entry.index, entry.fingerprint))
+        if first[1] != entry.fingerprint:
+            t = entry.recorded["nodes"][0].get("t", "?") if entry.recorded.get("nodes") else "?"
+            return (f"captured calls {first[0]} and {entry.index} returned different values (of type {t}) that "
+                    "redline's comparison cannot tell apart: it would verify a rewrite that returns either, so "
+                    "nothing is verified on them")
+    return ""

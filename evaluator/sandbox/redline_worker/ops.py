@@ -8,7 +8,7 @@ import io
 import pickle
 import sys
 import traceback
-from typing import Any
+from typing import Any, ClassVar
 
 from .codec import encode
 from .cuda import sync as _sync
@@ -194,13 +194,19 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"reproduced": calls}
 
 
-class _Canonical(pickle.Pickler):
-    """pickle with instances' attributes in sorted order: two objects whose state was set in another
-    order pickle alike, as they encode alike."""
+class _Canonical(pickle._Pickler):
+    """pickle (the pure-Python pickler, whose dispatch can be changed) in a canonical form: sets in the
+    order of their members' own canonical pickles, instances' attributes in sorted order. Two equal
+    values built in another order pickle alike, as they encode alike."""
+
+    dispatch: ClassVar[dict[type, Any]] = dict(pickle._Pickler.dispatch)
+    dispatch[set] = lambda self, obj: self.save_reduce(set, (_members(obj),), obj=obj)
+    dispatch[frozenset] = lambda self, obj: self.save_reduce(frozenset, (_members(obj),), obj=obj)
 
     def reducer_override(self, obj: Any) -> Any:
         t = _type(obj)
-        if t.__reduce_ex__ is not object.__reduce_ex__ or _isinstance(obj, type):
+        # Only instances of classes written in Python, with the default reduce: their state is a dict.
+        if t in self.dispatch or not t.__flags__ & _HEAPTYPE or t.__reduce_ex__ is not object.__reduce_ex__:
             return NotImplemented
         try:
             rv = obj.__reduce_ex__(4)
@@ -216,18 +222,30 @@ class _Canonical(pickle.Pickler):
         return (*rv[:2], state, *rv[3:])
 
 
-def fingerprint(value: Any) -> str | None:
-    """The digest of a value's pickle (no memo: sharing of equal atoms does not count), independent
-    of the encoder: two recorded outcomes that differ here but encode alike show the encoding loses
-    something. None where it cannot be pickled so."""
+_HEAPTYPE = 1 << 9
+
+
+def _members(s: Any) -> list[Any]:
+    """A set's members in the order of their own canonical pickles."""
+    return sorted(s, key=_canonical_bytes)
+
+
+def _canonical_bytes(value: Any) -> bytes:
     buf = io.BytesIO()
+    p = _Canonical(buf, protocol=4)
+    p.fast = True  # no memo: sharing of equal atoms does not count; recursive values raise
+    p.dump(value)
+    return buf.getvalue()
+
+
+def fingerprint(value: Any) -> str | None:
+    """The digest of a value's canonical pickle, made without the encoder: two recorded outcomes that
+    differ here but encode alike show the encoding loses something. None where it cannot be pickled so
+    (a value with cycles, say)."""
     try:
-        p = _Canonical(buf, protocol=4)
-        p.fast = True
-        p.dump(value)
+        return hashlib.sha256(_canonical_bytes(value)).hexdigest()
     except Exception:
         return None
-    return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
 _HALF = ("torch.bfloat16", "torch.float16")
