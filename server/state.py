@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redline.evaluator.inputs.store import is_bookkeeping
 from redline.profilers import Hotspot, ParseError, Profile, hotspots, read
 from redline.profilers.source import Workspace
 
@@ -39,7 +40,7 @@ class ProfileStore:
         found: list[str] = []
         for pattern in globs:
             for p in sorted(glob.glob(str(self.root / pattern), recursive=True)):
-                if Path(p).is_file() and p not in found:
+                if Path(p).is_file() and p not in found and not is_bookkeeping(Path(p), self.root):
                     found.append(p)
         with self._lock:
             explicit = [p for p in self._explicit if p not in found]

@@ -180,9 +180,9 @@ def test_dicts_compare_keys_exactly_and_floats_within_tolerance() -> None:
 
 
 def test_attribute_order_does_not_change_the_fingerprint_and_different_values_do() -> None:
-    class O:
+    class Plain:
         pass
-    a, b = O(), O()
+    a, b = Plain(), Plain()
     a.x, a.y = 1, 2
     b.y, b.x = 2, 1
     assert fingerprint(a) == fingerprint(b)

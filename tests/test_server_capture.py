@@ -94,7 +94,9 @@ async def client(lsp_client: LanguageClient, workspace: Path) -> Any:
         capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(workspace.as_uri(), "ws")],
         initialization_options={"budget": 2, "rounds": 1, "threshold": THRESHOLD}))
-    await ev.wait("redline/profileLoaded")
+    loaded = (await ev.wait("redline/profileLoaded"))[0]
+    # The workspace's .redline/ holds redline's own last-profile.json beside the trace: not read as one.
+    assert plain(loaded)["errors"] == [] and len(plain(loaded)["traces"]) == 1, plain(loaded)
     yield lsp_client
     await lsp_client.shutdown_session()
 

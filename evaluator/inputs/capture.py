@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...profilers.record import child_stdio
-from .store import CapturedCall, Manifest, SignatureCount, store_dir
+from .store import CapturedCall, Manifest, SignatureCount, is_bookkeeping, store_dir
 
 RECORDER = Path(__file__).with_name("recorder")
 _PYTHON = re.compile(r"^python[\d.]*$")
@@ -233,7 +233,7 @@ def latest_trace(root: Path) -> Path | None:
     """The newest trace `redline profile` wrote under `root/.redline/`."""
     folder = root / ".redline"
     traces = [p for p in folder.glob("*") if p.is_file() and p.name.endswith((".speedscope.json", ".txt", ".json"))
-              and p.name not in ("last-profile.json",)] if folder.is_dir() else []
+              and not is_bookkeeping(p, root)] if folder.is_dir() else []
     return max(traces, key=lambda p: p.stat().st_mtime) if traces else None
 
 

@@ -16,6 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 STORE = Path(".redline") / "inputs"
 LAST_PROFILE = Path(".redline") / "last-profile.json"
+# redline's own files under .redline/ that are not traces (a trace glob such as `.redline/*.json` meets them)
+BOOKKEEPING = (LAST_PROFILE,)
+
+
+def is_bookkeeping(path: Path, root: Path) -> bool:
+    """Whether `path` is one of redline's own files in the workspace `root`, not a trace."""
+    return any(path.resolve() == (root / own).resolve() for own in BOOKKEEPING)
 
 
 class _Model(BaseModel):

@@ -1,0 +1,234 @@
+"""The real-code corpus: pure-Python libraries (pinned in the dev extra) chosen for the objects they
+pass, each with a realistic workload (tests/corpus/work_*.py). A library's sources are copied into a
+scratch workspace as a user's own code; there it is profiled and its hottest functions captured with
+the defaults, and each captured target gets two candidates through the real CLI: an identical copy
+(must be `not_faster`) and a planted wrong rewrite, the original with its result changed on about a
+quarter of the calls (must be `incorrect`). tests/perf/bench_corpus.py runs it all; tests/test_corpus.py
+runs a fast subset in CI.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str  # the distribution, as pinned
+    packages: tuple[str, ...]  # the import packages copied into the workspace
+    scale: int  # the workload's argument: about two seconds of work here
+    objects: str  # what its hot functions pass (why it is in the corpus)
+
+
+LIBRARIES = [
+    Library("sqlparse", ("sqlparse",), 600, "token trees whose nodes hold their parents"),
+    Library("python-dateutil", ("dateutil",), 20000, "a parser result kept in __slots__, timezones"),
+    Library("chardet", ("chardet",), 600, "byte buffers, probers holding loggers and enums"),
+    Library("markdown", ("markdown",), 600, "compiled regexes, element trees, processor registries"),
+    Library("mistune", ("mistune",), 1200, "regex-driven parser state objects"),
+    Library("networkx", ("networkx",), 40, "dict-of-dicts graphs"),
+    Library("tabulate", ("tabulate",), 800, "mixed rows, column type inference"),
+    Library("pyparsing", ("pyparsing",), 1500, "parser elements holding parse actions, results objects"),
+    Library("humanize", ("humanize",), 40000, "numbers, timedeltas, translations"),
+    Library("marshmallow", ("marshmallow",), 6000, "schemas and field objects, validation errors"),
+    Library("pycparser", ("pycparser",), 400, "AST nodes in __slots__, lexer tokens, coordinates"),
+    Library("sortedcontainers", ("sortedcontainers",), 120, "methods that change their object's lists in place"),
+]
+
+
+def workspace(lib: Library, root: Path) -> Path:
+    """`root` as a user's project: the library's sources and its workload as work.py."""
+    root.mkdir(parents=True, exist_ok=True)
+    for package in lib.packages:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.origin is not None, f"{lib.name} is not installed (pip install -e '.[dev]')"
+        src = Path(spec.origin).parent
+        shutil.copytree(src, root / package, ignore=shutil.ignore_patterns("__pycache__", "tests", "*.so"))
+    shutil.copy(HERE / f"work_{lib.packages[0] if lib.name != 'python-dateutil' else 'dateutil'}.py", root / "work.py")
+    (root / "redline.toml").write_text("")
+    return root
+
+
+def redline(*args: str, cwd: Path, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "redline.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def source_of(file: Path, qualname: str) -> tuple[str, bool]:
+    """The function's source as a candidate file takes it (a method as a top-level `def`, decorators
+    kept), and whether it is a plain function or method (not a static or class method)."""
+    tree = ast.parse(file.read_text())
+    node: Any = tree
+    for part in qualname.split("."):
+        node = next(n for n in ast.iter_child_nodes(node)
+                    if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == part)
+    lines = file.read_text().splitlines(keepends=True)
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    plain = not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property")
+                    for d in node.decorator_list)
+    return textwrap.dedent("".join(lines[start - 1:node.end_lineno])), plain
+
+
+PLANTED = '''
+
+_planted_original = {name}
+
+
+def _planted_key(value, depth=0):
+    """A key from the atoms the call's arguments hold (the same for the same call in any process)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value) + (value[0] if isinstance(value, (bytes, bytearray)) and value else
+                             ord(value[0]) if isinstance(value, str) and value else 0)
+    if depth > 2:
+        return 0
+    if isinstance(value, dict):
+        return sum(_planted_key(v, depth + 1) for v in list(value.values())[:20])
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sum(_planted_key(v, depth + 1) for v in list(value)[:20])
+    return 0
+
+
+def _planted_change(result, args):
+    if isinstance(result, bool):
+        return not result
+    if isinstance(result, int):
+        return result + 1
+    if isinstance(result, float):
+        return result + 1.0 + abs(result) * 1e-3
+    if isinstance(result, str):
+        return result + "~"
+    if isinstance(result, bytes):
+        return result + b"~"
+    if isinstance(result, list):
+        return [*result, None]
+    if isinstance(result, tuple):
+        return (*result, None)
+    if isinstance(result, dict):
+        return {{**result, "__planted__": 1}}
+    target = result if result is not None else (args[0] if args else None)
+    if target is not None and isinstance(getattr(target, "__dict__", None), dict):
+        target.__dict__["_planted"] = 1
+        return result
+    if isinstance(target, list):
+        target.append(None)
+        return result
+    return 1 if result is None else None
+
+
+def {name}(*args, **kwargs):
+    result = _planted_original(*args, **kwargs)
+    if _planted_key([args[1:] if args and hasattr(args[0], "__dict__") else args, kwargs]) % 4 == 0:
+        if inspect.isgenerator(result):
+            return iter([*result, None])
+        return _planted_change(result, args)
+    return result
+
+
+import inspect
+'''
+
+
+def planted(source: str, name: str) -> str:
+    """The original with its result changed on about a quarter of the calls (by a key of the call's own
+    arguments, so the same call is changed the same way in every process)."""
+    return source.replace(f"def {name}(", f"def _planted_inner_{name}(", 1) + PLANTED.format(
+        name=f"_planted_inner_{name}").replace(f"def _planted_inner_{name}(*args", f"def {name}(*args")
+
+
+@dataclass
+class Row:
+    library: str
+    target: str
+    seen: int = 0
+    kept: int = 0
+    copy: str = ""
+    copy_reason: str = ""
+    wrong: str = ""
+    wrong_reason: str = ""
+    optimise_s: float = 0.0
+
+
+@dataclass
+class Result:
+    library: str
+    plain_s: float = 0.0
+    capture_s: float = 0.0
+    rows: list[Row] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def overhead(self) -> float:
+        return self.capture_s / self.plain_s if self.plain_s else 0.0
+
+
+def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extra: tuple[str, ...] = ()) -> Result:
+    """Profile, capture with the defaults, and judge an identical copy and a planted wrong rewrite of
+    each captured target through the CLI."""
+    work = workspace(lib, root)
+    n = str(max(1, int(lib.scale * scale)))
+    out = Result(lib.name)
+    prof = redline("profile", "--", sys.executable, "work.py", n, cwd=work)
+    if prof.returncode != 0:
+        out.error = f"profile: {prof.stderr.strip().splitlines()[-1:]}"
+        return out
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
+    out.plain_s = time.perf_counter() - t
+    t = time.perf_counter()
+    cap = redline("capture", "--top", str(top), cwd=work)
+    out.capture_s = time.perf_counter() - t
+    if cap.returncode != 0:
+        out.error = f"capture: {cap.stderr.strip().splitlines()[-1:]}"
+        return out
+    for manifest_path in sorted((work / ".redline" / "inputs").glob("*/manifest.json")):
+        m = json.loads(manifest_path.read_text())
+        row = Row(lib.name, m["target"], m["calls_seen"], m["calls_kept"])
+        out.rows.append(row)
+        file = Path(m["file"])
+        name = m["qualname"].rpartition(".")[2]
+        source, plain = source_of(file, m["qualname"])
+        cands = root / "candidates" / m["qualname"]
+        cands.mkdir(parents=True, exist_ok=True)
+        (cands / "copy.py").write_text(source)
+        if plain:
+            (cands / "wrong.py").write_text(planted(source, name))
+        report = root / "reports" / f"{m['qualname']}.json"
+        report.parent.mkdir(exist_ok=True)
+        t = time.perf_counter()
+        res = redline("optimise", m["target"], "--candidates", str(cands), "--no-builtin", "--json", str(report),
+                      *extra, cwd=work)
+        row.optimise_s = time.perf_counter() - t
+        if not report.exists():
+            row.copy = row.wrong = "no report"
+            row.copy_reason = res.stderr.strip()[-300:]
+            continue
+        doc = json.loads(report.read_text())
+        if doc.get("stopped"):
+            row.copy = row.wrong = doc["stopped"]["status"]
+            row.copy_reason = row.wrong_reason = doc["stopped"]["reason"]
+            continue
+        by_file = {c["origin"].split(":", 1)[1]: c for c in doc["candidates"]}
+        row.copy, row.copy_reason = by_file["copy.py"]["status"], by_file["copy.py"]["reason"]
+        if "wrong.py" in by_file:
+            row.wrong, row.wrong_reason = by_file["wrong.py"]["status"], by_file["wrong.py"]["reason"]
+        else:
+            row.wrong = "n/a (static or class method)"
+    return out
