@@ -166,8 +166,8 @@ class Evaluator:
                 kept.append(entry.index)
         if not kept:
             reasons = "; ".join(f"{n} {why}" for why, n in excluded.items())
-            first = next(iter(self.plan.excluded_calls.items()), None)
-            detail = f"; call {first[0]}: {first[1]}" if first else ""
+            one = next(iter(self.plan.excluded_calls.items()), None)
+            detail = f"; call {one[0]}: {one[1]}" if one else ""
             raise TargetError(f"the target reproduces none of its {len(reply.reproduced)} captured calls "
                               f"({reasons}{detail}): capture again, or define make_inputs(seed)")
         try:

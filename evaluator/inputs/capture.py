@@ -7,6 +7,7 @@ choosing the calls that cover the argument signatures seen rather than the first
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,20 +121,40 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=cancel is not None, **child_stdio(to_stderr))
     except OSError as exc:
         raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
-    try:
-        while True:
-            try:
-                rc = proc.wait(timeout=0.2 if cancel is not None else None)
-                break
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.is_set():
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    raise CaptureError("capture cancelled")
-    except KeyboardInterrupt:
-        proc.wait()  # the command got the same Ctrl-C; what it kept before is still written
-        rc = proc.returncode
+    with _forwarding(proc):
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.2 if cancel is not None else None)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel.is_set():
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        raise CaptureError("capture cancelled")
+        except KeyboardInterrupt:
+            proc.wait()  # the command got the same Ctrl-C; what it kept before is still written
+            rc = proc.returncode
     return rc if rc >= 0 else 128 - rc
+
+
+@contextlib.contextmanager
+def _forwarding(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """SIGTERM and SIGHUP to `redline capture` (a service manager stopping it, alone or with its
+    process group) are passed to the command, which ends as it would without redline; redline waits
+    for it and then writes the stores. Only the main thread can hold signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def forward(signum: int, frame: Any) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _read_processes(work: Path) -> list[dict[str, Any]]:

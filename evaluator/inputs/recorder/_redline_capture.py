@@ -5,8 +5,11 @@ definition that replaces it with a recording wrapper; nothing traces the program
 For each call the wrapper decides at once whether this call is one to keep (a reservoir per argument
 signature, so rare signatures are kept next to common ones), and only a kept call is snapshotted:
 its arguments pickled before the call, its outcome (return value, or exception type) after it.
-Nothing live is held: a snapshot is bytes. At exit each process writes what it kept to the plan's
-output folder, and `redline capture` merges the processes' files into the store.
+Nothing live is held: a snapshot is bytes. Each process writes what it kept to the plan's output
+folder about a second after it changes (a timer), and again however the process ends: at exit,
+on SIGTERM or SIGHUP (where the program has not set its own handler), at `os._exit` (pre-fork
+servers' workers end so). At most about a second of calls is at risk, from SIGKILL alone.
+`redline capture` merges the processes' files into the store.
 
 Run as a script (`python _redline_capture.py SCRIPT ARGS…`) it runs SCRIPT as `__main__`, so the
 functions of a program's main script can be targets too.
@@ -24,10 +27,11 @@ import json
 import os
 import pickle
 import random
+import signal
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, NoReturn
 
 _random = random.random
 # Every call of a target is examined (its signature counted, perhaps kept) until this many have been;
@@ -37,6 +41,7 @@ EXAMINE_ALL = 4096
 _PLAN: dict[str, Any] = {}
 _RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
 _BY_FILE: dict[str, list[str]] = {}  # real path of a target file -> the qualnames it holds
+FLUSH_S = 1.0  # a change is written within this long
 _SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
 _SCALAR = (int, float, bool, complex, type(None))
 
@@ -98,7 +103,8 @@ class Recorder:
     def __init__(self, key: str, qualname: str, limit: int, budget: int) -> None:
         self.key, self.qualname, self.limit, self.budget = key, qualname, limit, budget
         self.module = ""
-        self.lock = threading.Lock()
+        # Reentrant: a signal handler that writes the store may run while this thread holds it.
+        self.lock = threading.RLock()
         self.reset()
 
     def reset(self) -> None:
@@ -118,6 +124,7 @@ class Recorder:
         self.countdown = stride
         n = self.seen.get(sig, 0) + stride
         self.seen[sig] = n
+        _changed()
         if n <= self.limit:
             if self.bytes >= self.budget:
                 self._drop("the --max-mb limit was reached")
@@ -137,6 +144,7 @@ class Recorder:
             else:
                 bucket.append(record)
             self.bytes += size
+        _changed()
 
     def _drop(self, why: str) -> None:
         self.dropped[why] = self.dropped.get(why, 0) + 1
@@ -144,6 +152,7 @@ class Recorder:
     def unrecordable_call(self, why: str) -> None:
         with self.lock:
             self.unrecordable[why] = self.unrecordable.get(why, 0) + 1
+        _changed()
 
     def dump(self) -> dict[str, Any]:
         with self.lock:
@@ -344,20 +353,71 @@ class _Finder(importlib.abc.MetaPathFinder):
         return None
 
 
+class _Flush:
+    """This process's store file and when it is next written."""
+
+    lock = threading.RLock()
+    timer: threading.Timer | None = None
+    name = ""
+
+
+def _changed() -> None:
+    """Write this process's store within FLUSH_S of a change (one timer at a time; it is cheap to check)."""
+    if _Flush.timer is None:
+        with _Flush.lock:
+            if _Flush.timer is None:
+                timer = threading.Timer(FLUSH_S, _write)
+                timer.daemon = True
+                _Flush.timer = timer
+                timer.start()
+
+
 def _write() -> None:
-    recs = [r.dump() for r in _RECORDERS.values() if r.seen or r.unrecordable]
-    if not recs:
-        return
-    out = os.path.join(_PLAN["out"], f"process-{os.getpid()}-{random.getrandbits(32):08x}.pkl")
-    with open(out, "wb") as fh:
-        pickle.dump({"pid": os.getpid(), "targets": recs}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    """Write what this process kept so far, replacing its earlier file in one step (a reader never sees
+    half a file)."""
+    with _Flush.lock:
+        _Flush.timer = None
+        recs = [r.dump() for r in _RECORDERS.values() if r.seen or r.unrecordable]
+        if not recs:
+            return
+        if not _Flush.name:
+            _Flush.name = f"process-{os.getpid()}-{random.getrandbits(32):08x}.pkl"
+        out = os.path.join(_PLAN["out"], _Flush.name)
+        fd = os.open(out + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump({"pid": os.getpid(), "targets": recs}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(out + ".tmp", out)
 
 
 def _forget() -> None:
-    """In a forked child: its calls are its own (the parent writes what it kept)."""
+    """In a forked child: its calls are its own (the parent writes what it kept), in a file of its own."""
+    _Flush.lock = threading.RLock()
+    _Flush.timer = None
+    _Flush.name = ""
     for rec in _RECORDERS.values():
-        rec.lock = threading.Lock()
+        rec.lock = threading.RLock()
         rec.reset()
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM or SIGHUP where the program keeps the default: write, then end as the default would."""
+    try:
+        _write()
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+_real_exit = os._exit
+
+
+def _exit(status: int) -> NoReturn:
+    """os._exit skips atexit: write first (a pre-fork server's worker ends this way)."""
+    try:
+        _write()
+    except BaseException:
+        pass
+    _real_exit(status)
 
 
 def install(plan_path: str) -> None:
@@ -374,6 +434,11 @@ def install(plan_path: str) -> None:
     sys.meta_path.insert(0, _Finder())
     atexit.register(_write)
     os.register_at_fork(after_in_child=_forget)
+    os._exit = _exit
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, _on_signal)
 
 
 def run_script(argv: list[str]) -> None:
