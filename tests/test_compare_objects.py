@@ -201,3 +201,24 @@ def test_outcomes_that_differ_but_encode_alike_are_reported_as_a_lossy_compariso
     entries.append(Reproduced(index=3, recorded=same, fingerprint="c"))
     why = indistinct(entries)
     assert why.startswith("captured calls 0 and 3 returned different values (of type ") and "Clock)" in why
+
+
+class Sorted:
+    """Pickles itself from its values alone (as sortedcontainers' SortedList does); `_maxes` is derived
+    state that later calls read."""
+
+    def __init__(self, values: list[int]) -> None:
+        self._values = sorted(values)
+        self._maxes = [self._values[-1]] if self._values else []
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self._values,))
+
+
+def test_a_class_written_in_python_is_compared_by_all_its_state_not_its_own_reduce() -> None:
+    a, b = Sorted([3, 1]), Sorted([3, 1])
+    assert verdict(a, b) == "equal"
+    b._maxes = [1]  # wrong derived state: its own pickle would not show it
+    assert verdict(a, b) == "differ: output._maxes[0] is 1, the reference's 3"
+    b._maxes, b._extra = [3], True
+    assert verdict(a, b) == "differ: output has attributes ['_extra'] that the reference's lacks"

@@ -103,7 +103,6 @@ BUDGET = 2_000_000  # objects and atoms encoded for one value; past it, what is 
 _UNSET = {"t": "redline.unset", "v": None}  # a slot with no value
 _LOCKS = (_type(threading.Lock()), _type(threading.RLock()))
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
-_object_getstate = getattr(object, "__getstate__", None)
 
 
 def encode(value: Any, digest: bool = False) -> dict[str, Any]:
@@ -132,20 +131,42 @@ _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
 _CONTAINERS = (object, list, tuple, dict, set, frozenset)
 
 
-def _plain(t: type) -> bool:
-    """Whether instances of `t` keep all their state where pickle's default would read it (`__dict__`
-    and slots): classes written in Python over plain containers, with no reduce of their own. Any
-    other type (a C type keeps state no attribute shows) is described by its reduce protocol, or is
-    `unsupported` where it has none."""
-    if t.__reduce_ex__ is not object.__reduce_ex__ or t.__reduce__ is not object.__reduce__ or \
-            getattr(t, "__getstate__", _object_getstate) is not _object_getstate:
+_PYTHON_DEFS = (types.FunctionType, classmethod, staticmethod)
+
+
+def _has_dict(v: Any) -> bool:
+    try:
+        return _type(object.__getattribute__(v, "__dict__")) is dict
+    except (AttributeError, TypeError):
         return False
-    return all(c in _CONTAINERS or c.__flags__ & _HEAPTYPE for c in t.__mro__)
+_plain_types: dict[type, bool] = {}
+
+
+def _plain(t: type) -> bool:
+    """Whether instances of `t` keep all their state in `__dict__` and slots, read directly: classes
+    written in Python over plain containers. Their own `__reduce__` or `__getstate__` is not asked: a
+    class that pickles itself from part of its state (a sorted list from its values alone) would hide
+    a change to the rest (its index, a cache that later calls read). A type written in C keeps state
+    that no attribute shows (it is a heap type too when its module uses type specs, as array's does,
+    but its reduce is C code) and is described by its reduce protocol, or is `unsupported`."""
+    known = _plain_types.get(t)
+    if known is None:
+        known = True
+        for c in t.__mro__:
+            if c in _CONTAINERS:
+                continue
+            own = [c.__dict__.get(name) for name in ("__reduce__", "__reduce_ex__", "__getstate__")]
+            if not c.__flags__ & _HEAPTYPE or any(x is not None and not _isinstance(x, _PYTHON_DEFS) for x in own):
+                known = False
+                break
+        _plain_types[t] = known
+    return known
 
 
 def _mutable(v: Any, t: type) -> bool:
-    """Whether the identity of `v` matters to a caller: unhashable objects and plain instances (which
-    hash by identity) can change under a second reference; frozen dataclasses and tuples cannot."""
+    """Whether the identity of `v` matters to a caller: unhashable objects and instances of classes
+    written in Python (which hash by identity) can change under a second reference; frozen dataclasses,
+    tuples and hashable C values (Decimal, datetime) cannot."""
     if t.__hash__ is None:
         return True
     params = getattr(t, "__dataclass_params__", None)
@@ -286,11 +307,13 @@ class _Encoder:
         return None
 
     def instance(self, v: Any, t: type, name: str) -> dict[str, Any]:
-        """An instance: its own state where pickle's default would read it, else what its reduce
-        protocol gives; `unsupported` where it has neither."""
+        """An instance: its `__dict__` and slots where its class is written in Python (_plain), else
+        what its reduce protocol gives; `unsupported` where it has neither."""
         flag = {"m": 1} if _mutable(v, t) else {}
         if _plain(t):
-            return {"t": name, **flag, "attrs": self.attrs(v, t), **self.contents(v)}
+            attrs, contents = self.attrs(v, t), self.contents(v)
+            if attrs or contents or _has_dict(v):
+                return {"t": name, **flag, "attrs": attrs, **contents}
         try:
             rv = v.__reduce_ex__(4)
         except Exception as exc:
