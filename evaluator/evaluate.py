@@ -218,7 +218,10 @@ class Evaluator:
         candidate's `build` (the one evaluation's, see evaluate), or else the worker's own scratch."""
         t = self.target
         cache = self._compile_cache(candidate) if trusted else build
-        module, sys_path = t.module_name, [str(t.project_root), str(t.file.parent)]
+        # The file's own folder only for a module outside a package (a script and its siblings): inside a
+        # package it would shadow the standard library with the package's own html.py or types.py.
+        own = [] if (t.file.parent / "__init__.py").exists() else [str(t.file.parent)]
+        module, sys_path = t.module_name, [str(t.project_root), *own]
         manifest = t.inputs.manifest
         if manifest is not None and manifest.module != "__main__":
             # The module under the name the captured program knew it by: its pickled objects refer to it.

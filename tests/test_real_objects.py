@@ -68,3 +68,22 @@ def test_a_linked_list_of_ten_thousand_nodes_is_compared_without_recursion(works
     assert by_file["copy.py"]["status"] == "not_faster", by_file["copy.py"]["reason"]
     wrong = by_file["wrong.py"]
     assert wrong["status"] == "incorrect" and "steps)…" in wrong["reason"], wrong["reason"]
+
+
+def test_a_module_named_like_the_standard_library_inside_a_package_loads(tmp_path: Path) -> None:
+    """pkg/html.py imports the standard library's html and its own package relatively: the worker must
+    not put pkg/ itself on sys.path, where `import html` would find pkg/html.py."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text("def tag(s):\n    return '<p>' + s + '</p>'\n")
+    code = ("from html import escape\n\nfrom .util import tag\n\n\ndef render(text):\n    return tag(escape(text))\n")
+    (pkg / "html.py").write_text(code + "\n\ndef render_inputs(seed):\n    return ('<a & b>' * (seed % 50 + 1),)\n")
+    (tmp_path / "redline.toml").write_text("")
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "copy.py").write_text("def render(text):\n    return tag(escape(text))\n")
+    report_path = tmp_path / "report.json"
+    res = redline("optimise", "pkg/html.py::render", "--inputs", "pkg/html.py::render_inputs", "--candidates",
+                  str(tmp_path / "cands"), "--no-builtin", "--json", str(report_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(report_path.read_text())["candidates"][0]["status"] == "not_faster"
