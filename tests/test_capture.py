@@ -190,3 +190,18 @@ def test_generators_and_coroutines_are_captured_by_what_they_yield_and_return(tm
                                                                    tmp_path / "r2.json")["candidates"]}
     assert got["plain.py"]["status"] in ("ok", "not_faster"), got["plain.py"]["reason"]
     assert got["off.py"]["status"] == "incorrect", got["off.py"]["reason"]
+
+
+def test_module_level_singletons_keep_their_identity(tmp_path: Path) -> None:
+    """Arguments that are a package's module-level objects (token kinds tested with `is`) are captured by
+    reference: in the sandbox they are the module's own objects, so the reference reproduces its calls."""
+    shutil.copytree(CAPTURED / "singletons", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "lexkit/kinds.py::label", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "copy.py").write_text(
+        'def label(kinds):\n    return ["w" if k is WORD else "n" if k is NUMBER else "?" for k in kinds]\n')
+    report = optimise(tmp_path, "lexkit/kinds.py::label", tmp_path / "cands", tmp_path / "r.json")
+    assert report["inputs"]["excluded"] == 0 and report["inputs"]["calls"] == 50, report["inputs"]
+    assert report["candidates"][0]["status"] == "not_faster", report["candidates"][0]["reason"]

@@ -20,9 +20,11 @@ from __future__ import annotations
 import ast
 import atexit
 import functools
+import importlib
 import importlib.abc
 import importlib.machinery
 import inspect
+import io
 import json
 import os
 import pickle
@@ -166,15 +168,79 @@ class Recorder:
                     "examined": self.examined, "unrecordable": dict(self.unrecordable), "dropped": dict(self.dropped)}
 
 
+# Module-level objects of the targets' packages, by id: (module name, attribute). Built when first
+# needed and again when more modules have been imported.
+_SHARED: dict[int, tuple[str, str]] = {}
+_SHARED_SEEN = [0]
+_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, types.FunctionType, types.BuiltinFunctionType,
+           types.ModuleType)
+
+
+def _shared_objects() -> dict[int, tuple[str, str]]:
+    """The objects that the targets' packages keep at module level (singletons: token types, sentinels,
+    default instances, registries), so that a snapshot refers to them by name rather than copying
+    them: code that tests them by identity (`x is tokens.Keyword`) behaves in the sandbox as in the
+    program. Classes, functions and atoms are left to pickle, which handles them already."""
+    mods = sys.modules.copy()
+    if len(mods) == _SHARED_SEEN[0]:
+        return _SHARED
+    _SHARED_SEEN[0] = len(mods)
+    tops = {m.split(".")[0] for m in (r.module for r in _RECORDERS.values()) if m and m != "__main__"}
+    for name, module in mods.items():
+        if module is None or name.split(".")[0] not in tops:
+            continue
+        try:
+            attrs = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in attrs:
+            if not attr.startswith("__") and not isinstance(value, _ATOMIC):
+                _SHARED.setdefault(id(value), (name, attr))
+    return _SHARED
+
+
+class _Snapshots(pickle.Pickler):
+    """pickle, with the targets' packages' module-level objects by reference (see _shared_objects)."""
+
+    def __init__(self, file: Any, shared: dict[int, tuple[str, str]]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+
+    def reducer_override(self, obj: Any) -> Any:
+        where = self.shared.get(id(obj))
+        if where is None:
+            return NotImplemented
+        module = sys.modules.get(where[0])
+        if module is None or getattr(module, where[1], None) is not obj:
+            return NotImplemented
+        return getattr, (_ModuleRef(where[0]), where[1])
+
+
+class _ModuleRef:
+    """A module, pickled as the call that imports it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> Any:
+        return importlib.import_module, (self.name,)
+
+
+def _dumps(value: Any) -> bytes:
+    buf = io.BytesIO()
+    _Snapshots(buf, _shared_objects()).dump(value)
+    return buf.getvalue()
+
+
 def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> bytes | None:
     try:
-        return pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        return _dumps((args, kwargs))
     except Exception as exc:
         names = [(f"argument {params[i] if i < len(params) else i + 1}", a) for i, a in enumerate(args)]
         names += [(f"argument {k}", v) for k, v in kwargs.items()]
         for name, value in names:
             try:
-                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                _dumps(value)
             except Exception as inner:
                 t = type(value)
                 rec.unrecordable_call(f"{name} ({t.__module__}.{t.__qualname__}) cannot be snapshotted: "
@@ -186,7 +252,7 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
 
 def _returned(value: Any) -> dict[str, Any]:
     try:
-        return {"kind": "return", "value": pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)}
+        return {"kind": "return", "value": _dumps(value)}
     except Exception:
         t = type(value)
         return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
