@@ -205,3 +205,24 @@ def test_module_level_singletons_keep_their_identity(tmp_path: Path) -> None:
     report = optimise(tmp_path, "lexkit/kinds.py::label", tmp_path / "cands", tmp_path / "r.json")
     assert report["inputs"]["excluded"] == 0 and report["inputs"]["calls"] == 50, report["inputs"]
     assert report["candidates"][0]["status"] == "not_faster", report["candidates"][0]["reason"]
+
+
+def test_objects_holding_closures_lambdas_and_local_classes_are_captured_and_optimised(tmp_path: Path) -> None:
+    """`self` holds a lambda closing over a local and an instance of a class defined inside a function:
+    snapshotted by value (cloudpickle), every call kept, and the reference reproduces them."""
+    shutil.copytree(CAPTURED / "closures", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "rank/scorer.py::Scorer.score", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert cap.returncode == 0 and "kept 40 of 40 calls" in cap.stdout, cap.stdout + cap.stderr
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "honest.py").write_text(
+        "def score(self, items):\n    self.calls += 1\n    key, w = self.key, self.options.weight\n"
+        "    return round(sum((key(item) * w for item in items), 0.0), 6)\n")
+    (tmp_path / "cands" / "wrong.py").write_text(
+        "def score(self, items):\n    key, w = self.key, self.options.weight\n"
+        "    return round(sum((key(item) * w for item in items), 0.0), 6)\n")
+    report = optimise(tmp_path, "rank/scorer.py::Scorer.score", tmp_path / "cands", tmp_path / "r.json")
+    assert report["inputs"]["calls"] == 40 and report["inputs"]["excluded"] == 0, report["inputs"]
+    by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
+    assert by_file["honest.py"]["status"] in ("ok", "not_faster"), by_file["honest.py"]["reason"]
+    assert by_file["wrong.py"]["status"] == "incorrect" and ".calls is" in by_file["wrong.py"]["reason"]

@@ -102,7 +102,8 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
                 "targets": [{"file": str(t.file), "qualname": t.qualname} for t in targets]}
         (work / "plan.json").write_text(json.dumps(plan))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), _lend_cloudpickle(work),
+                                                         env.get("PYTHONPATH", "")) if p)
         env["REDLINE_CAPTURE"] = str(work / "plan.json")
         started = datetime.datetime.now(datetime.timezone.utc)
         rc = _run(script_command(cmd), cwd, env, cancel, stdio_to_stderr)
@@ -114,6 +115,18 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         return CaptureResult(rc, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _lend_cloudpickle(work: Path) -> str:
+    """A folder holding redline's own cloudpickle, for the program's path: the recorder snapshots
+    closures, lambdas and local classes with it, whether or not the program's environment has it (the
+    folder holds nothing else, so the program imports nothing more of redline's)."""
+    import cloudpickle
+
+    lib = work / "lib"
+    shutil.copytree(Path(cloudpickle.__file__).parent, lib / "cloudpickle",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return str(lib)
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None, to_stderr: bool) -> int:

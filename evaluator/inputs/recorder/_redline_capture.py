@@ -199,21 +199,45 @@ def _shared_objects() -> dict[int, tuple[str, str]]:
     return _SHARED
 
 
-class _Snapshots(pickle.Pickler):
-    """pickle, with the targets' packages' module-level objects by reference (see _shared_objects)."""
+def _pickler_class() -> type:
+    """The snapshot pickler: cloudpickle's where the program can import it (redline puts its own copy on
+    the program's path), which writes closures, lambdas, local classes and classes of the program's
+    main script by value, as Ray and Dask do; plain pickle otherwise. On top, the targets' packages'
+    module-level objects go by reference (see _shared_objects), and where a target lives in the main
+    script, that script's classes and functions too (the sandbox loads the script as the target's
+    module, so `self`'s class is the one a candidate is put into)."""
+    if _PICKLER:
+        return _PICKLER[0]
+    try:
+        import cloudpickle
 
-    def __init__(self, file: Any, shared: dict[int, tuple[str, str]]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared = shared
+        base: type = cloudpickle.Pickler
+    except ImportError:
+        base = pickle.Pickler
+    main_is_target = any(r.module == "__main__" for r in _RECORDERS.values())
 
-    def reducer_override(self, obj: Any) -> Any:
-        where = self.shared.get(id(obj))
-        if where is None:
-            return NotImplemented
-        module = sys.modules.get(where[0])
-        if module is None or getattr(module, where[1], None) is not obj:
-            return NotImplemented
-        return getattr, (_ModuleRef(where[0]), where[1])
+    class Snapshots(base):
+        def __init__(self, file: Any, shared: dict[int, tuple[str, str]]) -> None:
+            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.shared = shared
+
+        def reducer_override(self, obj: Any) -> Any:
+            where = self.shared.get(id(obj))
+            if where is not None:
+                module = sys.modules.get(where[0])
+                if module is not None and getattr(module, where[1], None) is obj:
+                    return getattr, (_ModuleRef(where[0]), where[1])
+            if main_is_target and isinstance(obj, (type, types.FunctionType)) and \
+                    getattr(obj, "__module__", None) == "__main__" and "<locals>" not in obj.__qualname__:
+                return NotImplemented
+            parent = getattr(super(), "reducer_override", None)
+            return parent(obj) if parent is not None else NotImplemented
+
+    _PICKLER.append(Snapshots)
+    return Snapshots
+
+
+_PICKLER: list[type] = []
 
 
 class _ModuleRef:
@@ -228,7 +252,7 @@ class _ModuleRef:
 
 def _dumps(value: Any) -> bytes:
     buf = io.BytesIO()
-    _Snapshots(buf, _shared_objects()).dump(value)
+    _pickler_class()(buf, _shared_objects()).dump(value)
     return buf.getvalue()
 
 
