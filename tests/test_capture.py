@@ -226,3 +226,20 @@ def test_objects_holding_closures_lambdas_and_local_classes_are_captured_and_opt
     by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
     assert by_file["honest.py"]["status"] in ("ok", "not_faster"), by_file["honest.py"]["reason"]
     assert by_file["wrong.py"]["status"] == "incorrect" and ".calls is" in by_file["wrong.py"]["reason"]
+
+
+def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: Path) -> None:
+    shutil.copy(CAPTURED / "generators.py", tmp_path / "gen.py")
+    (tmp_path / "redline.toml").write_text("")
+    res = redline("capture", "--target", "gen.py::longest", "--", sys.executable, "gen.py", cwd=tmp_path)
+    assert res.returncode == 0 and "kept 5 of 5 calls" in res.stdout, res.stdout + res.stderr
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "maxed.py").write_text("def longest(words):\n    return max(words, key=len, default='')\n")
+    (cands / "last.py").write_text("def longest(words):\n    best = ''\n    for w in words:\n"
+                                   "        if len(w) >= len(best):\n            best = w\n    return best\n")
+    report = optimise(tmp_path, "gen.py::longest", cands, tmp_path / "r.json")
+    assert report["inputs"]["calls"] == 5 and report["inputs"]["excluded"] == 0, report["inputs"]
+    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
+    assert got["maxed.py"]["status"] in ("ok", "not_faster"), got["maxed.py"]["reason"]
+    assert got["last.py"]["status"] == "incorrect", got["last.py"]["reason"]  # ties go to the last word

@@ -208,8 +208,8 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
     entries = []
     for i, (sig, record) in enumerate(chosen):
         name = f"calls/{i:04d}.pkl"
-        (folder / name).write_bytes(pickle.dumps({"call": record["call"], "outcome": record["outcome"]},
-                                                 protocol=pickle.HIGHEST_PROTOCOL))
+        (folder / name).write_bytes(pickle.dumps({"call": record["call"], "streams": record.get("streams", []),
+                                                  "outcome": record["outcome"]}, protocol=pickle.HIGHEST_PROTOCOL))
         outcome = record["outcome"]
         entries.append(CapturedCall(file=name, signature=sig, bytes=record["bytes"], outcome=outcome["kind"],
                                     raises=outcome.get("type", "")))

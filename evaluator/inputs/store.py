@@ -1,8 +1,10 @@
 """The captured-calls store: `.redline/inputs/<module>.<qualname>/`, a manifest and one file per call.
 
-Each call file is a pickle of `{"call": bytes, "outcome": {...}}`: `call` is the pickle of
-`(args, kwargs)` as they were before the call (`self` first for a method), unpickled only inside
-the sandbox; `outcome` is `{"kind": "return", "value": bytes | None}` or
+Each call file is a pickle of `{"call": bytes, "streams": [bytes], "outcome": {...}}`: `call` is the
+pickle of `(args, kwargs)` as they were before the call (`self` first for a method), unpickled only
+inside the sandbox; an iterator argument in it is a persistent reference `("stream", i)` to
+`streams[i]`, the pickle of the items the call took from it (replayed as a fresh iterator over them);
+`outcome` is `{"kind": "return", "value": bytes | None}` or
 `{"kind": "raise", "type": "module.Qualname", "message": str}`.
 """
 

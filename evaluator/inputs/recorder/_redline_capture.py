@@ -136,7 +136,7 @@ class Recorder:
         return j if j < self.limit else None
 
     def keep(self, sig: Any, slot: int, record: dict[str, Any]) -> None:
-        size = len(record["call"]) + len(record["outcome"].get("value") or b"")
+        size = len(record["call"]) + len(record["outcome"].get("value") or b"") + sum(map(len, record["streams"]))
         record["bytes"] = size
         with self.lock:
             bucket = self.kept.setdefault(sig, [])
@@ -221,6 +221,9 @@ def _pickler_class() -> type:
             super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
             self.shared = shared
 
+        def persistent_id(self, obj: Any) -> Any:
+            return ("stream", obj.index) if type(obj) is _Tap else None
+
         def reducer_override(self, obj: Any) -> Any:
             where = self.shared.get(id(obj))
             if where is not None:
@@ -301,13 +304,65 @@ def recording(fn: Any, rec: Recorder) -> Any:
     return _plain_wrapper(fn, rec, params)
 
 
-def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any],
-          params: list[str]) -> tuple[Any, Any, Any] | None:
-    """(signature, slot, the pickled call) where this call is to be kept, else None."""
+class _Tap:
+    """An iterator argument (a generator, a file's lines) passed on to the call while what the call
+    takes from it is kept: the call is replayed on a fresh iterator over those items."""
+
+    def __init__(self, source: Any, index: int) -> None:
+        self.source, self.index = source, index
+        self.items: list[Any] = []
+
+    def __iter__(self) -> _Tap:
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.source)
+        self.items.append(item)
+        return item
+
+
+def _is_stream(value: Any) -> bool:
+    return hasattr(type(value), "__next__") and hasattr(type(value), "__iter__") and \
+        not isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset))
+
+
+class _Kept:
+    """A call that is kept: its snapshot before the call, and how to record its outcome after."""
+
+    def __init__(self, rec: Recorder, sig: Any, slot: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.rec, self.sig, self.slot = rec, sig, slot
+        self.taps: list[_Tap] = []
+        self.args = tuple(self._tap(a) for a in args)
+        self.kwargs = {k: self._tap(v) for k, v in kwargs.items()}
+        self.call: bytes | None = None
+
+    def _tap(self, value: Any) -> Any:
+        if not _is_stream(value):
+            return value
+        tap = _Tap(value, len(self.taps))
+        self.taps.append(tap)
+        return tap
+
+    def record(self, outcome: dict[str, Any]) -> None:
+        assert self.call is not None
+        try:
+            streams = [_dumps(t.items) for t in self.taps]
+        except Exception as exc:
+            self.rec.unrecordable_call(f"the items of an iterator argument cannot be snapshotted: "
+                                       f"{type(exc).__name__}: {str(exc)[:120]}")
+            return
+        self.rec.keep(self.sig, self.slot, {"call": self.call, "streams": streams, "outcome": outcome})
+
+
+def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> _Kept | None:
+    """The kept call (its iterator arguments tapped) where this call is to be kept, else None."""
     sig = signature(args, kwargs)
     slot = rec.admit(sig)
-    call = _snapshot(rec, args, kwargs, params) if slot is not None else None
-    return (sig, slot, call) if call is not None else None
+    if slot is None:
+        return None
+    kept = _Kept(rec, sig, slot, args, kwargs)
+    kept.call = _snapshot(rec, kept.args, kept.kwargs, params)
+    return kept if kept.call is not None else None
 
 
 def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
@@ -317,13 +372,12 @@ def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
         if kept is None:
             return fn(*args, **kwargs)
-        sig, slot, call = kept
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*kept.args, **kept.kwargs)
         except BaseException as exc:
-            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            kept.record(_raised(exc))
             raise
-        rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})
+        kept.record(_returned(result))
         return result
     return wrapper
 
@@ -337,19 +391,18 @@ def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
         if kept is None:
             return (yield from fn(*args, **kwargs))
-        sig, slot, call = kept
         items = []
         try:
-            for item in fn(*args, **kwargs):
+            for item in fn(*kept.args, **kept.kwargs):
                 items.append(item)
                 yield item
         except GeneratorExit:
             rec.unrecordable_call("the generator was not consumed to its end")
             raise
         except BaseException as exc:
-            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            kept.record(_raised(exc))
             raise
-        rec.keep(sig, slot, {"call": call, "outcome": _returned(items)})
+        kept.record(_returned(items))
     return gen_wrapper
 
 
@@ -361,13 +414,12 @@ def _async_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
         if kept is None:
             return await fn(*args, **kwargs)
-        sig, slot, call = kept
         try:
-            result = await fn(*args, **kwargs)
+            result = await fn(*kept.args, **kept.kwargs)
         except BaseException as exc:
-            rec.keep(sig, slot, {"call": call, "outcome": _raised(exc)})
+            kept.record(_raised(exc))
             raise
-        rec.keep(sig, slot, {"call": call, "outcome": _returned(result)})
+        kept.record(_returned(result))
         return result
     return async_wrapper
 

@@ -68,12 +68,19 @@ class _Unpickler(pickle.Unpickler):
     """Captured objects whose classes lived in the program's `__main__` (or the target module under its
     runtime name) are made from the target module loaded here."""
 
-    def __init__(self, subject: Subject) -> None:
+    def __init__(self, subject: Subject, streams: list[bytes] | None = None) -> None:
         self.subject = subject
+        self.streams = streams or []
 
     def loads(self, data: bytes) -> Any:
         super().__init__(io.BytesIO(data))
         return self.load()
+
+    def persistent_load(self, pid: Any) -> Any:
+        """An iterator argument of a captured call: a fresh iterator over the items the call took."""
+        if type(pid) is tuple and len(pid) == 2 and pid[0] == "stream" and 0 <= pid[1] < len(self.streams):
+            return iter(_Unpickler(self.subject).loads(self.streams[pid[1]]))
+        raise pickle.UnpicklingError(f"unknown reference {pid!r} in a captured call")
 
     def find_class(self, module: str, name: str) -> Any:
         if module in ("__main__", getattr(self.subject, "captured_module", None)):
@@ -174,7 +181,8 @@ class Subject:
         `seed` picks a captured call by its index, or seeds make_inputs."""
         _seed_all(seed)
         if self.captured:
-            args, kwargs = _Unpickler(self).loads(self.recorded(seed)["call"])
+            record = self.recorded(seed)
+            args, kwargs = _Unpickler(self, record.get("streams")).loads(record["call"])
             return tuple(args), dict(kwargs), self.fn
         if self.kernelbench:
             cuda = self.spec.get("device") == "cuda"
