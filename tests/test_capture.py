@@ -243,3 +243,23 @@ def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: P
     got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
     assert got["maxed.py"]["status"] in ("ok", "not_faster"), got["maxed.py"]["reason"]
     assert got["last.py"]["status"] == "incorrect", got["last.py"]["reason"]  # ties go to the last word
+
+
+def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_path: Path) -> None:
+    """`Inline.__apply` (stored as `_Inline__apply`) gets an re.Match: the match is snapshotted as its
+    pattern matched again at its place in the same string, so its calls are kept and replayed."""
+    shutil.copytree(CAPTURED / "matches", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "inline.py::Inline.__apply", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert cap.returncode == 0 and "kept 64 of 90 calls" in cap.stdout, cap.stdout + cap.stderr
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "copy.py").write_text(
+        "def __apply(self, m):\n    self.seen += 1\n    strong, em = m.groups()\n"
+        "    return f'<b>{strong}</b>' if strong else f'<i>{em}</i>'\n")
+    (tmp_path / "cands" / "wrong.py").write_text(
+        "def __apply(self, m):\n    self.seen += 1\n    return f'<b>{m.group(0)}</b>'\n")
+    report = optimise(tmp_path, "inline.py::Inline.__apply", tmp_path / "cands", tmp_path / "r.json")
+    assert report["inputs"]["excluded"] == 0, report["inputs"]
+    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
+    assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
+    assert got["wrong.py"]["status"] == "incorrect", got["wrong.py"]["reason"]

@@ -3,7 +3,7 @@ pass, each with a realistic workload (tests/corpus/work_*.py). A library's sourc
 scratch workspace as a user's own code; there it is profiled and its hottest functions captured with
 the defaults, and each captured target gets two candidates through the real CLI: an identical copy
 (must be `not_faster`) and a planted wrong rewrite, the original with its result changed on about a
-quarter of the calls (must be `incorrect`). tests/perf/bench_corpus.py runs it all; tests/test_corpus.py
+quarter of the distinct captured calls (must be `incorrect`). tests/perf/bench_corpus.py runs it all; tests/test_corpus.py
 runs a fast subset in CI.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -81,13 +82,9 @@ def source_of(file: Path, qualname: str) -> tuple[str, bool]:
     return textwrap.dedent("".join(lines[start - 1:node.end_lineno])), plain
 
 
-PLANTED = '''
-
-_planted_original = {name}
-
-
+KEY = '''
 def _planted_key(value, depth=0):
-    """A key from the atoms the call's arguments hold (the same for the same call in any process)."""
+    """A key from the atoms a call's arguments hold (the same for the same call in any process)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -104,6 +101,16 @@ def _planted_key(value, depth=0):
     if isinstance(value, (list, tuple, set, frozenset)):
         return sum(_planted_key(v, depth + 1) for v in list(value)[:20])
     return 0
+
+
+def _planted_call_key(args, kwargs):
+    return _planted_key([args[1:] if args and hasattr(args[0], "__dict__") else args, kwargs])
+'''
+
+WRAPPER = '''
+
+_planted_original = _planted_inner_{name}
+_PLANTED_KEYS = {keys!r}
 
 
 def _planted_change(result, args):
@@ -135,7 +142,7 @@ def _planted_change(result, args):
 
 def {name}(*args, **kwargs):
     result = _planted_original(*args, **kwargs)
-    if _planted_key([args[1:] if args and hasattr(args[0], "__dict__") else args, kwargs]) % 4 == 0:
+    if _planted_call_key(args, kwargs) in _PLANTED_KEYS:
         if inspect.isgenerator(result):
             return iter([*result, None])
         return _planted_change(result, args)
@@ -146,11 +153,41 @@ import inspect
 '''
 
 
-def planted(source: str, name: str) -> str:
-    """The original with its result changed on about a quarter of the calls (by a key of the call's own
-    arguments, so the same call is changed the same way in every process)."""
-    return source.replace(f"def {name}(", f"def _planted_inner_{name}(", 1) + PLANTED.format(
-        name=f"_planted_inner_{name}").replace(f"def _planted_inner_{name}(*args", f"def {name}(*args")
+def planted(source: str, name: str, keys: set[int]) -> str:
+    """The original with its result changed on the calls whose key (made from the atoms their arguments
+    hold, so the same call is changed the same way in every process) is in `keys`."""
+    return source.replace(f"def {name}(", f"def _planted_inner_{name}(", 1) + KEY + WRAPPER.format(name=name, keys=keys)
+
+
+KEYS_OF_STORE = '''
+import io, json, pickle, sys
+from pathlib import Path
+ns = {}
+exec(sys.argv[2], ns)
+keys = []
+for f in sorted(Path(sys.argv[1]).glob("calls/*.pkl")):
+    record = pickle.loads(f.read_bytes())
+    class Loader(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return iter(pickle.loads(record["streams"][pid[1]]))
+    args, kwargs = Loader(io.BytesIO(record["call"])).load()
+    keys.append(ns["_planted_call_key"](args, kwargs))
+print(json.dumps(keys))
+'''
+
+
+def planted_keys(work: Path, store: Path) -> tuple[set[int], int]:
+    """The keys of about a quarter of the distinct captured calls (at least one), which the planted
+    rewrite gets wrong, and how many captured calls have them. Read from the store in a process like the
+    sandbox's (the workspace importable, the same hash seed)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(work)}
+    out = subprocess.run([sys.executable, "-c", KEYS_OF_STORE, str(store), KEY], cwd=work, capture_output=True,
+                         text=True, env=env, timeout=300)
+    if out.returncode != 0:
+        return set(), 0
+    keys = json.loads(out.stdout.strip().splitlines()[-1])
+    chosen = set(sorted(set(keys))[::4])
+    return chosen, sum(k in chosen for k in keys)
 
 
 @dataclass
@@ -163,6 +200,7 @@ class Row:
     copy_reason: str = ""
     wrong: str = ""
     wrong_reason: str = ""
+    wrong_on: int = 0  # captured calls the planted rewrite changes
     optimise_s: float = 0.0
 
 
@@ -209,7 +247,8 @@ def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extr
         cands.mkdir(parents=True, exist_ok=True)
         (cands / "copy.py").write_text(source)
         if plain:
-            (cands / "wrong.py").write_text(planted(source, name))
+            keys, row.wrong_on = planted_keys(work, manifest_path.parent)
+            (cands / "wrong.py").write_text(planted(source, name, keys))
         report = root / "reports" / f"{m['qualname']}.json"
         report.parent.mkdir(exist_ok=True)
         t = time.perf_counter()

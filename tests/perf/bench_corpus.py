@@ -5,7 +5,8 @@ Run: .venv/bin/python tests/perf/bench_corpus.py [--top N] [--scale X] [--only N
 For each library (pinned in the dev extra): its sources copied into a scratch workspace, its workload
 profiled with py-spy, the N hottest functions of its own code captured with the defaults, and for each
 captured target an identical copy (must be `not_faster`) and a planted wrong rewrite (the original with
-its result changed on about a quarter of the calls; must be `incorrect`) judged by `redline optimise`.
+its result changed on about a quarter of the distinct captured calls, chosen from the store; must be
+`incorrect`) judged by `redline optimise`.
 Prints per target the calls kept of those seen, both verdicts (with the reason where it is not the
 expected one) and per library the capture overhead (the captured run's wall time over the plain
 run's); then a summary line: copies `not_faster`, wrong rewrites `incorrect`, false accepts.
@@ -42,8 +43,8 @@ def main() -> None:
         print(f"{lib.name}: capture overhead {r.overhead:.2f}x (plain {r.plain_s:.2f} s)" + (f"  ERROR {r.error}" if r.error else ""),
               flush=True)
         for row in r.rows:
-            print(f"  {row.target}: kept {row.kept}/{row.seen}; copy {row.copy}; wrong {row.wrong} ({row.optimise_s:.0f} s)",
-                  flush=True)
+            print(f"  {row.target}: kept {row.kept}/{row.seen}; copy {row.copy}; wrong {row.wrong} "
+                  f"(planted on {row.wrong_on} calls; {row.optimise_s:.0f} s)", flush=True)
             if row.copy != "not_faster":
                 print(f"    copy: {row.copy_reason[:400]}")
             if row.wrong not in ("incorrect", "n/a (static or class method)") and row.wrong != row.copy:

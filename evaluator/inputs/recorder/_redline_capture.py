@@ -29,6 +29,7 @@ import json
 import os
 import pickle
 import random
+import re
 import signal
 import sys
 import threading
@@ -225,6 +226,8 @@ def _pickler_class() -> type:
             return ("stream", obj.index) if type(obj) is _Tap else None
 
         def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
+                return obj.re.match, (obj.string, obj.start(), obj.endpos)
             where = self.shared.get(id(obj))
             if where is not None:
                 module = sys.modules.get(where[0])
@@ -424,6 +427,13 @@ def _async_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
     return async_wrapper
 
 
+def mangled(owner: Any, name: str) -> str:
+    """A class's private name as Python stores it (`__apply` in class `_Inline` is `_Inline__apply`)."""
+    if isinstance(owner, type) and name.startswith("__") and not name.endswith("__"):
+        return f"_{owner.__name__.lstrip('_')}{name}"
+    return name
+
+
 def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
     """Replace `qualname` (found from the module's globals) with its recording wrapper."""
     rec = _RECORDERS.get(key)
@@ -434,14 +444,14 @@ def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
     owner: Any = None
     obj: Any = namespace.get(parts[0])
     for part in parts[1:]:
-        owner, obj = obj, inspect.getattr_static(obj, part, None)
+        owner, obj = obj, inspect.getattr_static(obj, mangled(obj, part), None)
     if owner is None:
         if isinstance(obj, types.FunctionType):
             namespace[parts[0]] = recording(obj, rec)
         else:
             rec.unrecordable_call(f"{qualname} is not a plain function here ({type(obj).__name__})")
         return
-    name = parts[-1]
+    name = mangled(owner, parts[-1])
     if isinstance(obj, staticmethod):
         setattr(owner, name, staticmethod(recording(obj.__func__, rec)))
     elif isinstance(obj, types.FunctionType) and isinstance(owner, type):

@@ -90,8 +90,15 @@ class _Unpickler(pickle.Unpickler):
 
 def resolve(obj: Any, qualname: str) -> Any:
     for part in qualname.split("."):
-        obj = getattr(obj, part)
+        obj = getattr(obj, mangled(obj, part))
     return obj
+
+
+def mangled(owner: Any, name: str) -> str:
+    """A class's private name as Python stores it (`__apply` in class `_Inline` is `_Inline__apply`)."""
+    if isinstance(owner, type) and name.startswith("__") and not name.endswith("__"):
+        return f"_{owner.__name__.lstrip('_')}{name}"
+    return name
 
 
 class Subject:
@@ -151,7 +158,7 @@ class Subject:
             fn = namespace[name]
             if len(parts) > 1:
                 owner = resolve(module, ".".join(parts[:-1]))
-                setattr(owner, name, fn)  # this process is the candidate's own
+                setattr(owner, mangled(owner, name), fn)  # this process is the candidate's own
             else:
                 module.__dict__[name] = fn
         state.hook_on = True
