@@ -86,6 +86,7 @@ class Lexer:
         end = len(text.rstrip())
         while pos < end:
             m = self.pattern.match(text, pos)
+            self.log.debug("token %r at %d", m.group(0), pos)
             number, name, op = m.groups()
             if number is not None:
                 out.append(("number", number))

@@ -4,6 +4,7 @@ def tokens(self, text):
     end = len(text.rstrip())
     while pos < end:
         m = self.pattern.match(text, pos)
+        self.log.debug("token %r at %d", m.group(0), pos)
         number, name, op = m.groups()
         if number is not None:
             out.append(("number", number))
