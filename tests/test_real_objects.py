@@ -87,3 +87,25 @@ def test_a_module_named_like_the_standard_library_inside_a_package_loads(tmp_pat
                   str(tmp_path / "cands"), "--no-builtin", "--json", str(report_path), cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads(report_path.read_text())["candidates"][0]["status"] == "not_faster"
+
+
+def test_a_method_using_super_and_private_names_is_judged_as_written(tmp_path: Path) -> None:
+    """A candidate method is compiled as if in its class's body: a zero-argument super() works and
+    `self.__scale` means the class's private attribute, so an identical copy is `not_faster`."""
+    (tmp_path / "shapes.py").write_text(
+        "class Base:\n    def total(self, xs):\n        return sum(xs)\n\n\n"
+        "class Scaled(Base):\n    def __init__(self, k):\n        self.__scale = k\n\n"
+        "    def total(self, xs):\n        return super().total(xs) * self.__scale\n\n\n"
+        "def make_inputs(seed):\n    return Scaled(seed % 7 + 1), list(range(seed % 100 + 50))\n")
+    (tmp_path / "redline.toml").write_text("")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "copy.py").write_text("def total(self, xs):\n    return super().total(xs) * self.__scale\n")
+    (cands / "wrong.py").write_text("def total(self, xs):\n    return super().total(xs) * (self.__scale + 1)\n")
+    report_path = tmp_path / "report.json"
+    res = redline("optimise", "shapes.py::Scaled.total", "--candidates", str(cands), "--no-builtin", "--json",
+                  str(report_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    by_file = {c["origin"].split(":", 1)[1]: c for c in json.loads(report_path.read_text())["candidates"]}
+    assert by_file["copy.py"]["status"] == "not_faster", by_file["copy.py"]["reason"]
+    assert by_file["wrong.py"]["status"] == "incorrect", by_file["wrong.py"]["reason"]

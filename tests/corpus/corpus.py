@@ -114,6 +114,9 @@ _PLANTED_KEYS = {keys!r}
 
 
 def _planted_change(result, args):
+    if isinstance(result, enum.Enum) and len(type(result)) > 1:
+        members = list(type(result))
+        return members[(members.index(result) + 1) % len(members)]
     if isinstance(result, bool):
         return not result
     if isinstance(result, int):
@@ -149,6 +152,7 @@ def {name}(*args, **kwargs):
     return result
 
 
+import enum
 import inspect
 '''
 

@@ -182,9 +182,9 @@ def _shared_objects() -> dict[int, tuple[str, str]]:
     default instances, registries), so that a snapshot refers to them by name rather than copying
     them: code that tests them by identity (`x is tokens.Keyword`) behaves in the sandbox as in the
     program. Classes, functions and atoms are left to pickle, which handles them already."""
-    mods = sys.modules.copy()
-    if len(mods) == _SHARED_SEEN[0]:
+    if len(sys.modules) == _SHARED_SEEN[0]:
         return _SHARED
+    mods = sys.modules.copy()
     _SHARED_SEEN[0] = len(mods)
     tops = {m.split(".")[0] for m in (r.module for r in _RECORDERS.values()) if m and m != "__main__"}
     for name, module in mods.items():

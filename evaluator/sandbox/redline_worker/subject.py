@@ -4,6 +4,7 @@ call (unpickled here, inside the sandbox)."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.util
@@ -16,7 +17,7 @@ import types
 from typing import Any
 
 from .keys import call_key
-from .state import _type, state
+from .state import _isinstance, _type, state
 
 
 def load_module(path: str, name: str) -> types.ModuleType:
@@ -88,6 +89,39 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+_HOLDER = "__redline_holder__"
+
+
+def in_class(tree: ast.Module, name: str, owner: str) -> bool:
+    """Put the candidate's method `name` inside a class named like its owner, as it is in the owner's
+    body: its private names mangle as the owner's do, and a zero-argument super() gets its `__class__`
+    cell (set to the owner by _own_class_cell). The module-level name is restored after the class
+    statement, so the method's own references to the owner reach the real class. False where the
+    candidate defines no such function at top level."""
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            before = ast.parse(f"__redline_had__ = {owner!r} in globals()\n"
+                               f"__redline_saved__ = globals().get({owner!r})").body
+            holder = ast.ClassDef(name=owner, bases=[], keywords=[], body=[node], decorator_list=[])
+            after = ast.parse(f"{_HOLDER} = {owner}\nif __redline_had__:\n    {owner} = __redline_saved__\n"
+                              f"else:\n    del {owner}\ndel __redline_had__, __redline_saved__").body
+            for stmt in (*before, holder, *after):
+                ast.copy_location(stmt, node)
+            tree.body[i:i + 1] = [*before, holder, *after]
+            ast.fix_missing_locations(tree)
+            return True
+    return False
+
+
+def _own_class_cell(fn: Any, owner: type) -> None:
+    """A method compiled in a stand-in class body: its `__class__` cell (zero-argument super()) made the
+    owner's."""
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is not None and "__class__" in code.co_freevars and func.__closure__:
+        func.__closure__[code.co_freevars.index("__class__")].cell_contents = owner
+
+
 def resolve(obj: Any, qualname: str) -> Any:
     for part in qualname.split("."):
         obj = getattr(obj, mangled(obj, part))
@@ -150,14 +184,17 @@ class Subject:
             namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__)
             sys.modules[cand_name] = cand_module
             state.hook_on = True
-            compiled = compile(code, state.candidate_file, "exec")
-            exec(compiled, namespace)
             name = parts[-1]
-            if name not in namespace or not callable(namespace[name]):
+            owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
+            tree = ast.parse(code, state.candidate_file)
+            held = owner is not None and in_class(tree, name, owner.__name__)
+            exec(compile(tree, state.candidate_file, "exec"), namespace)
+            fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
+            if fn is None or not (callable(fn) or _isinstance(fn, (staticmethod, classmethod))):
                 raise NameError(f"the candidate does not define {name}()")
-            fn = namespace[name]
-            if len(parts) > 1:
-                owner = resolve(module, ".".join(parts[:-1]))
+            if owner is not None:
+                if held:
+                    _own_class_cell(fn, owner)
                 setattr(owner, mangled(owner, name), fn)  # this process is the candidate's own
             else:
                 module.__dict__[name] = fn
