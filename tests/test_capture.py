@@ -263,3 +263,22 @@ def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_pat
     got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
     assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
     assert got["wrong.py"]["status"] == "incorrect", got["wrong.py"]["reason"]
+
+
+def test_a_result_whose_own_pickle_drops_a_slot_is_reproduced(tmp_path: Path) -> None:
+    """The recorded outcome went through the class's pickle, which leaves a cached slot out: the reference's
+    result is compared after the same round trip, so the calls reproduce; candidates are still compared
+    live, slot included."""
+    shutil.copytree(CAPTURED / "partial", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "results.py::collect", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "copy.py").write_text("def collect(words):\n    return Result([w.upper() for w in words if w])\n")
+    (tmp_path / "cands" / "stale.py").write_text(
+        "def collect(words):\n    r = Result([w.upper() for w in words if w])\n    r._size = len(words)\n    return r\n")
+    report = optimise(tmp_path, "results.py::collect", tmp_path / "cands", tmp_path / "r.json")
+    assert report["inputs"]["excluded"] == 0 and report["inputs"]["calls"] == 30, report["inputs"]
+    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
+    assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
+    assert got["stale.py"]["status"] == "incorrect" and "._size is" in got["stale.py"]["reason"], got["stale.py"]["reason"]

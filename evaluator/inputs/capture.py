@@ -290,6 +290,8 @@ def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
                     key=lambda h: -h.inclusive_fraction):
         if len(out) >= top or h.inclusive_fraction <= 0:
             break
+        if h.function.startswith("__") and "." not in h.function:
+            continue  # a module's own hook (__getattr__ importing lazily), not code a user optimises
         try:
             t = capture_target(f"{root / h.file}::{h.function}")
         except CaptureError:

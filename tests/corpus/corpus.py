@@ -144,8 +144,9 @@ def _planted_change(result, args):
 
 
 def {name}(*args, **kwargs):
+    chosen = _planted_call_key(args, kwargs) in _PLANTED_KEYS  # before the call, which may change them
     result = _planted_original(*args, **kwargs)
-    if _planted_call_key(args, kwargs) in _PLANTED_KEYS:
+    if chosen:
         if inspect.isgenerator(result):
             return iter([*result, None])
         return _planted_change(result, args)
