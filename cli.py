@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--top", type=int, default=3, help="without --target: how many hot functions (default 3)")
     ca.add_argument("--calls", type=int, default=64, help="calls kept per function (default 64)")
     ca.add_argument("--max-mb", type=float, default=256.0, help="most MiB kept per function (default 256)")
+    ca.add_argument("--clear", action="store_true",
+                    help="delete the captured calls (of the --target functions, else all) and exit")
     ca.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (default: the last profiled command)")
 
     sv = sub.add_parser("serve", help="the language server on stdio")
@@ -128,6 +130,8 @@ def _capture(args: argparse.Namespace) -> int:
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     root = Path.cwd()
+    if args.clear:
+        return _clear_captures(args.target, root)
     try:
         cwd = root
         if not cmd:
@@ -159,6 +163,21 @@ def _capture(args: argparse.Namespace) -> int:
         print("redline capture: the command never called " + ", ".join(t.spec for t, _, _ in result.manifests)
               + " in a way that could be kept", file=sys.stderr)
         return EXIT_USAGE
+    return EXIT_OK
+
+
+def _clear_captures(specs: list[str], root: Path) -> int:
+    """`redline capture --clear`: delete stores, saying which."""
+    from .evaluator.inputs.capture import CaptureError, capture_target
+    from .evaluator.inputs.store import clear_stores, store_dir
+
+    try:
+        folders = [store_dir(t.project_root, t.module_name, t.qualname) for t in map(capture_target, specs)]
+    except CaptureError as exc:
+        print(f"redline capture: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    gone = [p for f in folders if f.exists() for p in clear_stores(root, f)] if folders else clear_stores(root)
+    print(f"deleted the captured calls of {len(gone)} function(s)" + "".join(f"\n  {p}" for p in gone))
     return EXIT_OK
 
 

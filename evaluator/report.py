@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from pathlib import Path
 
 from .models import CandidateResult, Interval, Report
@@ -39,6 +40,8 @@ class RunLog:
     def begin(self, target: Target, resume: bool) -> list[CandidateResult]:
         """Create the folder (or, resuming, read back the candidates it logged)."""
         earlier = self._resumed(target) if resume else []
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)  # prompts and reports may quote captured calls: the user's data
         (self.folder / "candidates").mkdir(parents=True, exist_ok=True)
         if not resume:
             (self.folder / "meta.json").write_text(json.dumps({"file": str(target.file), "function": target.qualname,

@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..profilers.record import redline_dir
 from .archive import Archive
 from .backends import EvaluationPool, Job, LocalPool, PoolFactory
 from .config import ConfigError, ProjectConfig, load_config
@@ -57,7 +58,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     not evaluated again.
     """
     run_id = resume or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    log = RunLog((runs_dir or target.project_root / ".redline" / "runs") / run_id)
+    log = RunLog((runs_dir or redline_dir(target.project_root) / "runs") / run_id)
     earlier = log.begin(target, resume is not None)
     search = Search(target, proposers, settings or EvalSettings(), budget or Budget(), progress or silent,
                     cancel or threading.Event(), log, hotspot_note)

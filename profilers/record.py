@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -32,10 +33,23 @@ def child_stdio(to_stderr: bool) -> dict[str, Any]:
     return {"stdin": subprocess.DEVNULL, "stdout": sys.stderr.fileno()} if to_stderr else {}
 
 
+def redline_dir(root: Path) -> Path:
+    """`root/.redline`, made private to the user (0700) and ignoring itself in git (a `.gitignore` of
+    `*` inside it, as pytest's and ruff's caches do): it holds traces, captured calls (the program's
+    real data) and run logs, one `git add -A` away from a commit otherwise."""
+    folder = root / ".redline"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# redline's traces, captured calls and run logs: never committed\n*\n")
+    return folder
+
+
 def default_output(fmt: str, root: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     ext = "speedscope.json" if fmt == "speedscope" else "txt"
-    return root / ".redline" / f"profile-{stamp}.{ext}"
+    return redline_dir(root) / f"profile-{stamp}.{ext}"
 
 
 def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 100, subprocesses: bool = False,

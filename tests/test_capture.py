@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -282,3 +283,23 @@ def test_a_result_whose_own_pickle_drops_a_slot_is_reproduced(tmp_path: Path) ->
     got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
     assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
     assert got["stale.py"]["status"] == "incorrect" and "._size is" in got["stale.py"]["reason"], got["stale.py"]["reason"]
+
+
+def test_captured_calls_are_private_ignored_by_git_and_cleared_on_request(app: Path) -> None:
+    """Captured calls are the program's real data: `.redline/` ignores itself, stores are the user's
+    alone (folders 0700, files 0600), and `redline capture --clear` deletes them."""
+    assert redline("capture", "--target", "app.py::weighted", "--", sys.executable, "app.py", cwd=app).returncode == 0
+    base = app / ".redline"
+    assert (base / ".gitignore").read_text().splitlines()[-1] == "*"
+    store = base / "inputs" / "app.weighted"
+    for path in (base, base / "inputs", store, store / "calls"):
+        assert path.stat().st_mode & 0o777 == 0o700, path
+    for path in [store / "manifest.json", *store.glob("calls/*.pkl")]:
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    subprocess.run(["git", "init", "-q"], cwd=app, check=True)
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=app, capture_output=True,
+                            text=True, check=True).stdout
+    assert ".redline" not in status and "app.py" in status
+    cleared = redline("capture", "--clear", cwd=app)
+    assert cleared.returncode == 0 and "deleted the captured calls of 1 function(s)" in cleared.stdout
+    assert not store.exists()

@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from ...profilers.record import child_stdio
-from .store import CapturedCall, Manifest, SignatureCount, is_bookkeeping, store_dir
+from .store import (
+    CapturedCall,
+    Manifest,
+    SignatureCount,
+    is_bookkeeping,
+    private_folder,
+    store_dir,
+    write_private,
+)
 
 RECORDER = Path(__file__).with_name("recorder")
 _PYTHON = re.compile(r"^python[\d.]*$")
@@ -204,12 +212,12 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
     folder = store_dir(t.project_root, t.module_name, t.qualname)
     if folder.exists():
         shutil.rmtree(folder)
-    (folder / "calls").mkdir(parents=True)
+    private_folder(folder / "calls", t.project_root)
     entries = []
     for i, (sig, record) in enumerate(chosen):
         name = f"calls/{i:04d}.pkl"
-        (folder / name).write_bytes(pickle.dumps({"call": record["call"], "streams": record.get("streams", []),
-                                                  "outcome": record["outcome"]}, protocol=pickle.HIGHEST_PROTOCOL))
+        write_private(folder / name, pickle.dumps({"call": record["call"], "streams": record.get("streams", []),
+                                                   "outcome": record["outcome"]}, protocol=pickle.HIGHEST_PROTOCOL))
         outcome = record["outcome"]
         entries.append(CapturedCall(file=name, signature=sig, bytes=record["bytes"], outcome=outcome["kind"],
                                     raises=outcome.get("type", "")))
@@ -225,7 +233,7 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
         signatures=[SignatureCount(signature=s, seen=n, kept=kept_by_sig.get(s, 0))
                     for s, n in sorted(seen.items(), key=lambda kv: -kv[1])],
         calls=entries, unrecordable=unrecordable, dropped=dropped)
-    (folder / "manifest.json").write_text(manifest.model_dump_json(indent=2))
+    write_private(folder / "manifest.json", manifest.model_dump_json(indent=2).encode())
     return manifest, folder
 
 

@@ -10,11 +10,15 @@ inside the sandbox; an iterator argument in it is a persistent reference `("stre
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ...profilers.record import redline_dir
 
 STORE = Path(".redline") / "inputs"
 LAST_PROFILE = Path(".redline") / "last-profile.json"
@@ -90,6 +94,34 @@ def store_dir(project_root: Path, module_name: str, qualname: str) -> Path:
     return project_root / STORE / f"{module_name}.{qualname}"
 
 
+def private_folder(path: Path, root: Path) -> Path:
+    """`path` (under root/.redline) and the folders up to it, readable by the user alone."""
+    redline_dir(root)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in (path, *path.parents):
+        if folder == root / ".redline" or root / ".redline" not in folder.parents:
+            break
+        os.chmod(folder, 0o700)
+    return path
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write `path` readable and writable by the user alone (captured calls are the program's data)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(path, 0o600)
+
+
+def clear_stores(root: Path, folder: Path | None = None) -> list[Path]:
+    """Delete captured calls: one target's store (`folder`) or all of them; the stores deleted."""
+    base = root / STORE
+    gone = [folder] if folder is not None else sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    for p in gone:
+        shutil.rmtree(p, ignore_errors=True)
+    return [p for p in gone if p is not None]
+
+
 def read_manifest(folder: Path) -> Manifest | None:
     """The manifest in `folder`, None where there is none; StoreError where it is not one."""
     path = folder / "manifest.json"
@@ -117,9 +149,8 @@ def remember_profile(root: Path, command: list[str], trace: Path) -> None:
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     record = LastProfile(command=list(command), cwd=str(root), trace=str(trace.resolve()), recorded_at=now)
-    path = root / LAST_PROFILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(record.model_dump_json(indent=2))
+    redline_dir(root)
+    write_private(root / LAST_PROFILE, record.model_dump_json(indent=2).encode())
 
 
 def capture_hint(target: str, root: Path) -> str:
