@@ -303,3 +303,21 @@ def test_captured_calls_are_private_ignored_by_git_and_cleared_on_request(app: P
     cleared = redline("capture", "--clear", cwd=app)
     assert cleared.returncode == 0 and "deleted the captured calls of 1 function(s)" in cleared.stdout
     assert not store.exists()
+
+
+def test_an_iterator_class_of_the_program_is_not_replaced_under_capture(tmp_path: Path) -> None:
+    """Only generators and built-in iterators are tapped: an object of the program's own iterator class (a
+    tokenizer with state and methods, as dateutil's is) reaches the call as itself, and the program's
+    output under capture is its output without."""
+    (tmp_path / "lex.py").write_text(
+        "import sys\n\n\nclass Lexer:\n    def __init__(self, text):\n        self.words = text.split()\n"
+        "        self.stack = []\n\n    def __iter__(self):\n        return self\n\n    def __next__(self):\n"
+        "        if not self.words:\n            raise StopIteration\n        return self.token()\n\n"
+        "    def token(self):\n        if self.stack:\n            return self.stack.pop()\n"
+        "        return self.words.pop(0).upper()\n\n\n"
+        "for i in range(20):\n    print(list(Lexer('a b c ' * (i + 1))))\n")
+    (tmp_path / "redline.toml").write_text("")
+    plain = subprocess.run([sys.executable, "lex.py"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    cap = redline("capture", "--target", "lex.py::Lexer.token", "--", sys.executable, "lex.py", cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr
+    assert cap.stdout.startswith(plain.stdout) and "kept 64 of 630 calls" in cap.stdout, cap.stdout[-500:]

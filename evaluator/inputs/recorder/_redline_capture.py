@@ -221,9 +221,11 @@ def _pickler_class() -> type:
         def __init__(self, file: Any, shared: dict[int, tuple[str, str]]) -> None:
             super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
             self.shared = shared
+            self.streams: dict[int, int] = {}
 
         def persistent_id(self, obj: Any) -> Any:
-            return ("stream", obj.index) if type(obj) is _Tap else None
+            i = self.streams.get(id(obj)) if self.streams else None
+            return ("stream", i) if i is not None else None
 
         def reducer_override(self, obj: Any) -> Any:
             if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
@@ -256,15 +258,20 @@ class _ModuleRef:
         return importlib.import_module, (self.name,)
 
 
-def _dumps(value: Any) -> bytes:
+def _dumps(value: Any, streams: list[int] | None = None) -> bytes:
+    """`value` pickled for the store; the objects whose ids are in `streams` (tapped iterator arguments)
+    as persistent references ("stream", i) to the items kept for them."""
     buf = io.BytesIO()
-    _pickler_class()(buf, _shared_objects()).dump(value)
+    pickler = _pickler_class()(buf, _shared_objects())
+    pickler.streams = {s: i for i, s in enumerate(streams or ())}
+    pickler.dump(value)
     return buf.getvalue()
 
 
-def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> bytes | None:
+def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str],
+              streams: list[int] | None = None) -> bytes | None:
     try:
-        return _dumps((args, kwargs))
+        return _dumps((args, kwargs), streams)
     except Exception as exc:
         names = [(f"argument {params[i] if i < len(params) else i + 1}", a) for i, a in enumerate(args)]
         names += [(f"argument {k}", v) for k, v in kwargs.items()]
@@ -307,26 +314,22 @@ def recording(fn: Any, rec: Recorder) -> Any:
     return _plain_wrapper(fn, rec, params)
 
 
-class _Tap:
-    """An iterator argument (a generator, a file's lines) passed on to the call while what the call
-    takes from it is kept: the call is replayed on a fresh iterator over those items."""
+def _tapped(source: Any, items: list[Any]) -> Any:
+    """A generator argument (or a built-in iterator: a map, a zip, a dict's items) passed on to the call
+    as a generator over the same items, keeping what the call takes: the call is replayed on a fresh
+    iterator over those items. Objects of the program's own iterator classes are never replaced (they
+    have state and methods of their own): they are snapshotted as they are."""
+    for item in source:
+        items.append(item)
+        yield item
 
-    def __init__(self, source: Any, index: int) -> None:
-        self.source, self.index = source, index
-        self.items: list[Any] = []
 
-    def __iter__(self) -> _Tap:
-        return self
-
-    def __next__(self) -> Any:
-        item = next(self.source)
-        self.items.append(item)
-        return item
+_ITERATOR_MODULES = ("builtins", "itertools", "collections", "_collections")
 
 
 def _is_stream(value: Any) -> bool:
-    return hasattr(type(value), "__next__") and hasattr(type(value), "__iter__") and \
-        not isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset))
+    t = type(value)
+    return t is types.GeneratorType or (t.__module__ in _ITERATOR_MODULES and hasattr(t, "__next__"))
 
 
 class _Kept:
@@ -334,7 +337,7 @@ class _Kept:
 
     def __init__(self, rec: Recorder, sig: Any, slot: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.rec, self.sig, self.slot = rec, sig, slot
-        self.taps: list[_Tap] = []
+        self.taps: dict[int, list[Any]] = {}  # id of a tapped argument -> the items the call took from it
         self.args = tuple(self._tap(a) for a in args)
         self.kwargs = {k: self._tap(v) for k, v in kwargs.items()}
         self.call: bytes | None = None
@@ -342,14 +345,15 @@ class _Kept:
     def _tap(self, value: Any) -> Any:
         if not _is_stream(value):
             return value
-        tap = _Tap(value, len(self.taps))
-        self.taps.append(tap)
+        items: list[Any] = []
+        tap = _tapped(value, items)
+        self.taps[id(tap)] = items
         return tap
 
     def record(self, outcome: dict[str, Any]) -> None:
         assert self.call is not None
         try:
-            streams = [_dumps(t.items) for t in self.taps]
+            streams = [_dumps(items) for items in self.taps.values()]
         except Exception as exc:
             self.rec.unrecordable_call(f"the items of an iterator argument cannot be snapshotted: "
                                        f"{type(exc).__name__}: {str(exc)[:120]}")
@@ -364,7 +368,7 @@ def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: 
     if slot is None:
         return None
     kept = _Kept(rec, sig, slot, args, kwargs)
-    kept.call = _snapshot(rec, kept.args, kept.kwargs, params)
+    kept.call = _snapshot(rec, kept.args, kept.kwargs, params, list(kept.taps))
     return kept if kept.call is not None else None
 
 
