@@ -33,6 +33,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import types
 from typing import Any, NoReturn
 
@@ -100,6 +101,21 @@ def render(sig: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
     return text
 
 
+class _Cost:
+    """Time this process spent snapshotting, against its time since the recorder started. Replacing a
+    kept call by a later one (the reservoir's uniform sample) stops while snapshots have cost more than
+    SHARE of the program's time: a target whose `self` holds a large object graph would otherwise pay
+    a full snapshot for each of hundreds of replacements. New signatures are still kept."""
+
+    SHARE = 0.08
+    started = time.perf_counter()
+    spent = 0.0
+
+    @classmethod
+    def over(cls) -> bool:
+        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started)
+
+
 class Recorder:
     """The kept calls of one target in this process, a reservoir of at most `limit` per signature."""
 
@@ -114,6 +130,7 @@ class Recorder:
         self.seen: dict[Any, int] = {}  # signature -> calls
         self.kept: dict[Any, list[dict[str, Any]]] = {}
         self.bytes = 0
+        self.filled = 0  # calls kept in a slot of their own (not replacing another)
         self.unrecordable: dict[str, int] = {}  # why a call could not be kept -> calls
         self.dropped: dict[str, int] = {}
         self.countdown = 1  # calls until the next one examined
@@ -132,7 +149,14 @@ class Recorder:
             if self.bytes >= self.budget:
                 self._drop("the --max-mb limit was reached")
                 return None
+            # The store takes `limit` calls across all signatures: past 4x that many kept, a signature
+            # fills only its share (at least one call), so a target of many signatures is not
+            # snapshotted `limit` times per signature.
+            if self.filled >= 4 * self.limit and n > max(1, self.limit // len(self.seen)):
+                return None
             return n - 1
+        if _Cost.over():
+            return None
         j = int(_random() * n)
         return j if j < self.limit else None
 
@@ -146,6 +170,7 @@ class Recorder:
                 bucket[slot] = record
             else:
                 bucket.append(record)
+                self.filled += 1
             self.bytes += size
         _changed()
 
@@ -200,52 +225,64 @@ def _shared_objects() -> dict[int, tuple[str, str]]:
     return _SHARED
 
 
-def _pickler_class() -> type:
-    """The snapshot pickler: cloudpickle's where the program can import it (redline puts its own copy on
-    the program's path), which writes closures, lambdas, local classes and classes of the program's
-    main script by value, as Ray and Dask do; plain pickle otherwise. On top, the targets' packages'
-    module-level objects go by reference (see _shared_objects), and where a target lives in the main
-    script, that script's classes and functions too (the sandbox loads the script as the target's
-    module, so `self`'s class is the one a candidate is put into)."""
-    if _PICKLER:
-        return _PICKLER[0]
+class _ByValue(Exception):
+    """Plain pickle would write this object by a reference the sandbox cannot follow (a class of the
+    program's main script where the target is elsewhere): write the snapshot with cloudpickle."""
+
+
+def _picklers() -> dict[tuple[bool, bool], type]:
+    """The snapshot picklers, by (cloudpickle, with iterator arguments). Plain pickle first (the C
+    pickler, fast); cloudpickle where plain pickle cannot write the value: closures, lambdas, local
+    classes, and classes of the program's main script, by value, as Ray and Dask do (redline lends it
+    to the program on its path). On top, the targets' packages' module-level objects go by reference
+    (see _shared_objects), a regex match as its pattern matched again, and where a target lives in the
+    main script, that script's classes and functions by reference (the sandbox loads the script as
+    the target's module, so `self`'s class is the one a candidate is put into)."""
+    if _PICKLERS:
+        return _PICKLERS
     try:
         import cloudpickle
 
-        base: type = cloudpickle.Pickler
+        cloud: type | None = cloudpickle.Pickler
     except ImportError:
-        base = pickle.Pickler
+        cloud = None
     main_is_target = any(r.module == "__main__" for r in _RECORDERS.values())
+    for by_value, base in ((False, pickle.Pickler), (True, cloud)):
+        if base is None:
+            continue
 
-    class Snapshots(base):
-        def __init__(self, file: Any, shared: dict[int, tuple[str, str]]) -> None:
-            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.shared = shared
-            self.streams: dict[int, int] = {}
+        class Snapshots(base):  # type: ignore[misc,valid-type]
+            def __init__(self, file: Any, shared: dict[int, tuple[str, str]], streams: dict[int, int]) -> None:
+                super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+                self.shared, self.streams = shared, streams
 
-        def persistent_id(self, obj: Any) -> Any:
-            i = self.streams.get(id(obj)) if self.streams else None
-            return ("stream", i) if i is not None else None
+            def reducer_override(self, obj: Any, by_value: bool = by_value) -> Any:
+                where = self.shared.get(id(obj))
+                if where is not None:
+                    module = sys.modules.get(where[0])
+                    if module is not None and getattr(module, where[1], None) is obj:
+                        return getattr, (_ModuleRef(where[0]), where[1])
+                if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
+                    return obj.re.match, (obj.string, obj.start(), obj.endpos)
+                if isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__" \
+                        and "<locals>" not in obj.__qualname__:
+                    if main_is_target:
+                        return NotImplemented
+                    if not by_value:
+                        raise _ByValue
+                return super().reducer_override(obj) if by_value else NotImplemented
 
-        def reducer_override(self, obj: Any) -> Any:
-            if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
-                return obj.re.match, (obj.string, obj.start(), obj.endpos)
-            where = self.shared.get(id(obj))
-            if where is not None:
-                module = sys.modules.get(where[0])
-                if module is not None and getattr(module, where[1], None) is obj:
-                    return getattr, (_ModuleRef(where[0]), where[1])
-            if main_is_target and isinstance(obj, (type, types.FunctionType)) and \
-                    getattr(obj, "__module__", None) == "__main__" and "<locals>" not in obj.__qualname__:
-                return NotImplemented
-            parent = getattr(super(), "reducer_override", None)
-            return parent(obj) if parent is not None else NotImplemented
+        class Streaming(Snapshots):
+            def persistent_id(self, obj: Any) -> Any:
+                i = self.streams.get(id(obj))
+                return ("stream", i) if i is not None else None
 
-    _PICKLER.append(Snapshots)
-    return Snapshots
+        _PICKLERS[(by_value, False)] = Snapshots
+        _PICKLERS[(by_value, True)] = Streaming
+    return _PICKLERS
 
 
-_PICKLER: list[type] = []
+_PICKLERS: dict[tuple[bool, bool], type] = {}
 
 
 class _ModuleRef:
@@ -261,11 +298,20 @@ class _ModuleRef:
 def _dumps(value: Any, streams: list[int] | None = None) -> bytes:
     """`value` pickled for the store; the objects whose ids are in `streams` (tapped iterator arguments)
     as persistent references ("stream", i) to the items kept for them."""
-    buf = io.BytesIO()
-    pickler = _pickler_class()(buf, _shared_objects())
-    pickler.streams = {s: i for i, s in enumerate(streams or ())}
-    pickler.dump(value)
-    return buf.getvalue()
+    ids = {s: i for i, s in enumerate(streams or ())}
+    picklers = _picklers()
+    shared = _shared_objects()
+    try:
+        buf = io.BytesIO()
+        picklers[(False, bool(ids))](buf, shared, ids).dump(value)
+        return buf.getvalue()
+    except Exception:
+        cloud = picklers.get((True, bool(ids)))
+        if cloud is None:
+            raise
+        buf = io.BytesIO()
+        cloud(buf, shared, ids).dump(value)
+        return buf.getvalue()
 
 
 def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str],
@@ -288,11 +334,14 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
 
 
 def _returned(value: Any) -> dict[str, Any]:
+    started = time.perf_counter()
     try:
         return {"kind": "return", "value": _dumps(value)}
     except Exception:
         t = type(value)
         return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
+    finally:
+        _Cost.spent += time.perf_counter() - started
 
 
 def _raised(exc: BaseException) -> dict[str, Any]:
@@ -352,6 +401,7 @@ class _Kept:
 
     def record(self, outcome: dict[str, Any]) -> None:
         assert self.call is not None
+        t = time.perf_counter()
         try:
             streams = [_dumps(items) for items in self.taps.values()]
         except Exception as exc:
@@ -359,6 +409,7 @@ class _Kept:
                                        f"{type(exc).__name__}: {str(exc)[:120]}")
             return
         self.rec.keep(self.sig, self.slot, {"call": self.call, "streams": streams, "outcome": outcome})
+        _Cost.spent += time.perf_counter() - t
 
 
 def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> _Kept | None:
@@ -367,8 +418,10 @@ def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: 
     slot = rec.admit(sig)
     if slot is None:
         return None
+    t = time.perf_counter()
     kept = _Kept(rec, sig, slot, args, kwargs)
     kept.call = _snapshot(rec, kept.args, kept.kwargs, params, list(kept.taps))
+    _Cost.spent += time.perf_counter() - t
     return kept if kept.call is not None else None
 
 
@@ -518,14 +571,17 @@ class _Flush:
 
 
 def _changed() -> None:
-    """Write this process's store within FLUSH_S of a change (one timer at a time; it is cheap to check)."""
-    if _Flush.timer is None:
-        with _Flush.lock:
+    """Write this process's store within FLUSH_S of a change (one timer at a time; it is cheap to check,
+    and never waits for a write under way: the next change schedules the next one)."""
+    if _Flush.timer is None and _Flush.lock.acquire(blocking=False):
+        try:
             if _Flush.timer is None:
                 timer = threading.Timer(FLUSH_S, _write)
                 timer.daemon = True
                 _Flush.timer = timer
                 timer.start()
+        finally:
+            _Flush.lock.release()
 
 
 def _write() -> None:
@@ -550,6 +606,7 @@ def _forget() -> None:
     _Flush.lock = threading.RLock()
     _Flush.timer = None
     _Flush.name = ""
+    _Cost.started, _Cost.spent = time.perf_counter(), 0.0
     for rec in _RECORDERS.values():
         rec.lock = threading.RLock()
         rec.reset()
