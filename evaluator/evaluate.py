@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from .contention import pool_threads
-from .gate import Gate, indistinct
+from .gate import Gate, checked, indistinct
 from .inputs.plan import InputPlan, fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import CandidateResult, EvalSettings, KernelProfile
-from .protocol import Check, Profile, Reproduce, Time
+from .protocol import Profile, Reproduce, Time
 from .sandbox import ExecutionBackend, LocalBackend, Worker, WorkerDied, WorkerTimeout, default_python
 from .sanitizer import prefix as sanitizer_prefix
 from .sanitizer import read_log, sanitizer_path, tools_for
@@ -187,7 +187,7 @@ class Evaluator:
         itself is excluded, with the first difference; fresh inputs on which it does stop the run."""
         seeds = self.plan.check_keys(self.settings.check_seeds)
         try:
-            reply = ch.ask(Check(seeds=seeds, repeat=2, sample_seed=fresh_seeds(1)[0]))
+            reply = checked(ch, seeds, repeat=2, sample=fresh_seeds(1)[0])
         except Rejected as rej:
             raise TargetError(f"the target cannot be run on its inputs: {rej.reason}")
         differs: dict[int, str] = {}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .compare import Mismatch, Unsupported, canonical, compare
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
-from .protocol import Check, Encoded, ErrorInfo, Oracle, Reproduced, Run, Variants
+from .protocol import Check, CheckReply, Encoded, ErrorInfo, Oracle, Reproduced, Run, Variants
 from .verdict import Channel, Rejected, error_line
 
 
@@ -26,6 +26,19 @@ def is_device_fault(err: ErrorInfo | None) -> bool:
     return err is not None and err.message.startswith("CUDA error")
 
 
+CHECK_BATCH = 8  # inputs per check request: each request has the sandbox's deadline, and captured calls can be slow
+
+
+def checked(ch: Channel, seeds: list[int], repeat: int, sample: int, oracle: bool = False) -> CheckReply:
+    """The check of `seeds` on one side, asked CHECK_BATCH inputs at a time (64 captured calls of a slow
+    target in one request outlived its deadline), as one reply."""
+    results = []
+    for i in range(0, len(seeds), CHECK_BATCH):
+        reply = ch.ask(Check(seeds=seeds[i:i + CHECK_BATCH], repeat=repeat, sample_seed=sample, oracle=oracle))
+        results += reply.results
+    return CheckReply(op="check", results=results)
+
+
 class Gate:
     def __init__(self, settings: EvalSettings, plan: InputPlan) -> None:
         self.settings, self.plan = settings, plan
@@ -38,8 +51,8 @@ class Gate:
         seeds = self.plan.check_keys(self.settings.check_seeds)
         # The candidate runs first: nothing the reference computes exists yet when it runs.
         sample = fresh_seeds(1)[0]  # where large outputs are sampled: the same for both, unknown before
-        got = cand.ask(Check(seeds=seeds, repeat=2, sample_seed=sample))
-        want = ref.ask(Check(seeds=seeds, repeat=1, sample_seed=sample, oracle=True))
+        got = checked(cand, seeds, repeat=2, sample=sample)
+        want = checked(ref, seeds, repeat=1, sample=sample, oracle=True)
         if len(want.results) != len(seeds) or len(got.results) != len(seeds) or \
                 any(len(g.runs) != 2 for g in got.results) or [g.seed for g in got.results] != seeds:
             raise Rejected("crashed", "the candidate's check reply does not match the request")
