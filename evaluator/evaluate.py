@@ -8,6 +8,7 @@ outputs itself and measures wall and CPU time from outside.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -59,6 +60,25 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.machine() or "unknown CPU"
+
+
+def same_code(code: str, reference: str | None) -> bool:
+    """Whether `code` is the reference's code up to formatting, comments and docstrings (the same syntax
+    tree)."""
+    if reference is None:
+        return False
+    try:
+        a, b = ast.parse(code), ast.parse(reference)
+    except SyntaxError:
+        return False
+    for tree in (a, b):
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)) and body and \
+                    isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                    isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(a) == ast.dump(b)
 
 
 class Pair(Protocol):
@@ -320,14 +340,19 @@ class Evaluator:
             return CandidateResult(status="rejected_exploit", reason=raw, **base)
         if self._cancelled.is_set():
             return CandidateResult(status="infra_error", reason="cancelled before it ran", **base)
-        started = time.perf_counter()
         baseline = reference if reference is not None else self._reference_code
+        started = time.perf_counter()
         build = None if trusted else self._build(code)
         try:
             result = self._stages(lambda first_seen=False: self._pair(code, trusted, baseline, None if first_seen else build),
                                   base, trusted)
             result.eval_s = time.perf_counter() - started
             result.host = HOST
+            if result.status == "ok" and reference is None and same_code(code, baseline):
+                # The same code cannot be faster: for a function of a few microseconds, per-process
+                # differences drew 1.13x for an identical copy in both pairs of workers, once in four.
+                result.status = "not_faster"
+                result.reason = f"the same code as the target (up to formatting): {result.reason} is noise"
             if result.median_s is not None:
                 result.hardware = str((result.gpu or {}).get("name") or cpu_model())
             if self._cancelled.is_set():

@@ -98,6 +98,27 @@ def test_a_method_is_checked_for_what_it_does_to_self(toml_project: Path, tmp_pa
     assert forgets["status"] == "incorrect" and "mutates its inputs" in forgets["reason"], forgets["reason"]
 
 
+def capture_and_judge(tmp_path: Path, folder: str, target: str, kept: str, script: str = "work.py",
+                      **candidates: str) -> tuple[dict, dict]:
+    """tests/captured/FOLDER as a workspace: capture TARGET running SCRIPT (its summary says KEPT), then
+    judge CANDIDATES (file stem -> code) on the captured calls through the CLI. The report, and its
+    candidates by file stem."""
+    src = CAPTURED / folder
+    if src.is_dir():
+        shutil.copytree(src, tmp_path, dirs_exist_ok=True)
+    else:
+        shutil.copy(src, tmp_path / script)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", target, "--", sys.executable, script, cwd=tmp_path)
+    assert cap.returncode == 0 and kept in cap.stdout, cap.stdout + cap.stderr
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for stem, code in candidates.items():
+        (cands / f"{stem}.py").write_text(code)
+    report = optimise(tmp_path, target, cands, tmp_path / "r.json")
+    return report, {c["origin"].removeprefix("file:").removesuffix(".py"): c for c in report["candidates"]}
+
+
 @pytest.fixture()
 def app(tmp_path: Path) -> Path:
     shutil.copy(CAPTURED / "app.py", tmp_path / "app.py")
@@ -196,93 +217,61 @@ def test_generators_and_coroutines_are_captured_by_what_they_yield_and_return(tm
 def test_module_level_singletons_keep_their_identity(tmp_path: Path) -> None:
     """Arguments that are a package's module-level objects (token kinds tested with `is`) are captured by
     reference: in the sandbox they are the module's own objects, so the reference reproduces its calls."""
-    shutil.copytree(CAPTURED / "singletons", tmp_path, dirs_exist_ok=True)
-    (tmp_path / "redline.toml").write_text("")
-    cap = redline("capture", "--target", "lexkit/kinds.py::label", "--", sys.executable, "work.py", cwd=tmp_path)
-    assert cap.returncode == 0, cap.stderr
-    (tmp_path / "cands").mkdir()
-    (tmp_path / "cands" / "copy.py").write_text(
-        'def label(kinds):\n    return ["w" if k is WORD else "n" if k is NUMBER else "?" for k in kinds]\n')
-    report = optimise(tmp_path, "lexkit/kinds.py::label", tmp_path / "cands", tmp_path / "r.json")
+    report, got = capture_and_judge(
+        tmp_path, "singletons", "lexkit/kinds.py::label", "kept 50 of 50 calls",
+        copy='def label(kinds):\n    return ["w" if k is WORD else "n" if k is NUMBER else "?" for k in kinds]\n')
     assert report["inputs"]["excluded"] == 0 and report["inputs"]["calls"] == 50, report["inputs"]
-    assert report["candidates"][0]["status"] == "not_faster", report["candidates"][0]["reason"]
+    assert got["copy"]["status"] == "not_faster", got["copy"]["reason"]
 
 
 def test_objects_holding_closures_lambdas_and_local_classes_are_captured_and_optimised(tmp_path: Path) -> None:
     """`self` holds a lambda closing over a local and an instance of a class defined inside a function:
     snapshotted by value (cloudpickle), every call kept, and the reference reproduces them."""
-    shutil.copytree(CAPTURED / "closures", tmp_path, dirs_exist_ok=True)
-    (tmp_path / "redline.toml").write_text("")
-    cap = redline("capture", "--target", "rank/scorer.py::Scorer.score", "--", sys.executable, "work.py", cwd=tmp_path)
-    assert cap.returncode == 0 and "kept 40 of 40 calls" in cap.stdout, cap.stdout + cap.stderr
-    (tmp_path / "cands").mkdir()
-    (tmp_path / "cands" / "honest.py").write_text(
-        "def score(self, items):\n    self.calls += 1\n    key, w = self.key, self.options.weight\n"
-        "    return round(sum((key(item) * w for item in items), 0.0), 6)\n")
-    (tmp_path / "cands" / "wrong.py").write_text(
-        "def score(self, items):\n    key, w = self.key, self.options.weight\n"
-        "    return round(sum((key(item) * w for item in items), 0.0), 6)\n")
-    report = optimise(tmp_path, "rank/scorer.py::Scorer.score", tmp_path / "cands", tmp_path / "r.json")
+    body = "    key, w = self.key, self.options.weight\n    return round(sum((key(item) * w for item in items), 0.0), 6)\n"
+    report, got = capture_and_judge(tmp_path, "closures", "rank/scorer.py::Scorer.score", "kept 40 of 40 calls",
+                                    honest="def score(self, items):\n    self.calls += 1\n" + body,
+                                    wrong="def score(self, items):\n" + body)
     assert report["inputs"]["calls"] == 40 and report["inputs"]["excluded"] == 0, report["inputs"]
-    by_file = {c["origin"].split(":", 1)[1]: c for c in report["candidates"]}
-    assert by_file["honest.py"]["status"] in ("ok", "not_faster"), by_file["honest.py"]["reason"]
-    assert by_file["wrong.py"]["status"] == "incorrect" and ".calls is" in by_file["wrong.py"]["reason"]
+    assert got["honest"]["status"] in ("ok", "not_faster"), got["honest"]["reason"]
+    assert got["wrong"]["status"] == "incorrect" and ".calls is" in got["wrong"]["reason"], got["wrong"]["reason"]
 
 
 def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: Path) -> None:
-    shutil.copy(CAPTURED / "generators.py", tmp_path / "gen.py")
-    (tmp_path / "redline.toml").write_text("")
-    res = redline("capture", "--target", "gen.py::longest", "--", sys.executable, "gen.py", cwd=tmp_path)
-    assert res.returncode == 0 and "kept 5 of 5 calls" in res.stdout, res.stdout + res.stderr
-    cands = tmp_path / "cands"
-    cands.mkdir()
-    (cands / "maxed.py").write_text("def longest(words):\n    return max(words, key=len, default='')\n")
-    (cands / "last.py").write_text("def longest(words):\n    best = ''\n    for w in words:\n"
-                                   "        if len(w) >= len(best):\n            best = w\n    return best\n")
-    report = optimise(tmp_path, "gen.py::longest", cands, tmp_path / "r.json")
+    report, got = capture_and_judge(
+        tmp_path, "generators.py", "gen.py::longest", "kept 5 of 5 calls", script="gen.py",
+        maxed="def longest(words):\n    return max(words, key=len, default='')\n",
+        last="def longest(words):\n    best = ''\n    for w in words:\n        if len(w) >= len(best):\n"
+             "            best = w\n    return best\n")
     assert report["inputs"]["calls"] == 5 and report["inputs"]["excluded"] == 0, report["inputs"]
-    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
-    assert got["maxed.py"]["status"] in ("ok", "not_faster"), got["maxed.py"]["reason"]
-    assert got["last.py"]["status"] == "incorrect", got["last.py"]["reason"]  # ties go to the last word
+    assert got["maxed"]["status"] in ("ok", "not_faster"), got["maxed"]["reason"]
+    assert got["last"]["status"] == "incorrect", got["last"]["reason"]  # ties go to the last word
 
 
 def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_path: Path) -> None:
     """`Inline.__apply` (stored as `_Inline__apply`) gets an re.Match: the match is snapshotted as its
     pattern matched again at its place in the same string, so its calls are kept and replayed."""
-    shutil.copytree(CAPTURED / "matches", tmp_path, dirs_exist_ok=True)
-    (tmp_path / "redline.toml").write_text("")
-    cap = redline("capture", "--target", "inline.py::Inline.__apply", "--", sys.executable, "work.py", cwd=tmp_path)
-    assert cap.returncode == 0 and "kept 64 of 90 calls" in cap.stdout, cap.stdout + cap.stderr
-    (tmp_path / "cands").mkdir()
-    (tmp_path / "cands" / "copy.py").write_text(
-        "def __apply(self, m):\n    self.seen += 1\n    strong, em = m.groups()\n"
-        "    return f'<b>{strong}</b>' if strong else f'<i>{em}</i>'\n")
-    (tmp_path / "cands" / "wrong.py").write_text(
-        "def __apply(self, m):\n    self.seen += 1\n    return f'<b>{m.group(0)}</b>'\n")
-    report = optimise(tmp_path, "inline.py::Inline.__apply", tmp_path / "cands", tmp_path / "r.json")
+    report, got = capture_and_judge(
+        tmp_path, "matches", "inline.py::Inline.__apply", "kept 64 of 90 calls",
+        copy="def __apply(self, m):\n    self.seen += 1\n    strong, em = m.groups()\n"
+             "    return f'<b>{strong}</b>' if strong else f'<i>{em}</i>'\n",
+        wrong="def __apply(self, m):\n    self.seen += 1\n    return f'<b>{m.group(0)}</b>'\n")
     assert report["inputs"]["excluded"] == 0, report["inputs"]
-    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
-    assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
-    assert got["wrong.py"]["status"] == "incorrect", got["wrong.py"]["reason"]
+    assert got["copy"]["status"] == "not_faster", got["copy"]["reason"]
+    assert got["wrong"]["status"] == "incorrect", got["wrong"]["reason"]
 
 
 def test_a_result_whose_own_pickle_drops_a_slot_is_reproduced(tmp_path: Path) -> None:
     """The recorded outcome went through the class's pickle, which leaves a cached slot out: the reference's
     result is compared after the same round trip, so the calls reproduce; candidates are still compared
     live, slot included."""
-    shutil.copytree(CAPTURED / "partial", tmp_path, dirs_exist_ok=True)
-    (tmp_path / "redline.toml").write_text("")
-    cap = redline("capture", "--target", "results.py::collect", "--", sys.executable, "work.py", cwd=tmp_path)
-    assert cap.returncode == 0, cap.stderr
-    (tmp_path / "cands").mkdir()
-    (tmp_path / "cands" / "copy.py").write_text("def collect(words):\n    return Result([w.upper() for w in words if w])\n")
-    (tmp_path / "cands" / "stale.py").write_text(
-        "def collect(words):\n    r = Result([w.upper() for w in words if w])\n    r._size = len(words)\n    return r\n")
-    report = optimise(tmp_path, "results.py::collect", tmp_path / "cands", tmp_path / "r.json")
+    report, got = capture_and_judge(
+        tmp_path, "partial", "results.py::collect", "kept 30 of 30 calls",
+        copy="def collect(words):\n    return Result([w.upper() for w in words if w])\n",
+        stale="def collect(words):\n    r = Result([w.upper() for w in words if w])\n    r._size = len(words)\n"
+              "    return r\n")
     assert report["inputs"]["excluded"] == 0 and report["inputs"]["calls"] == 30, report["inputs"]
-    got = {c["origin"].removeprefix("file:"): c for c in report["candidates"]}
-    assert got["copy.py"]["status"] == "not_faster", got["copy.py"]["reason"]
-    assert got["stale.py"]["status"] == "incorrect" and "._size is" in got["stale.py"]["reason"], got["stale.py"]["reason"]
+    assert got["copy"]["status"] == "not_faster", got["copy"]["reason"]
+    assert got["stale"]["status"] == "incorrect" and "._size is" in got["stale"]["reason"], got["stale"]["reason"]
 
 
 def test_captured_calls_are_private_ignored_by_git_and_cleared_on_request(app: Path) -> None:

@@ -581,3 +581,14 @@ def test_without_a_proposer_that_reads_profiles_only_the_candidate_offered_is_pr
     assert len(cut.candidates) == 1 and cut.winner is not None and profiled == [], (cut.notes, profiled)
     assert f"{cut.winner.id} was not profiled with Nsight Compute: the time limit was reached" in cut.notes, cut.notes
     assert "the time limit (0 s) was reached" in cut.notes
+
+
+def test_the_same_code_as_the_target_is_recognised_up_to_formatting() -> None:
+    """An identical copy that the timing happens to call faster is turned back to not_faster: it is the
+    same syntax tree as the target (formatting, comments and docstrings aside), and cannot be faster."""
+    from redline.evaluator.evaluate import same_code
+
+    target = 'def f(x):\n    """Add one."""\n    return x + 1  # one\n'
+    assert same_code("def f( x ):\n    return x+1\n", target)
+    assert not same_code("def f(x):\n    return 1 + x\n", target)
+    assert not same_code("def f(x):\n    return x + 1\n", None)

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus.corpus import source_of
 from helpers import TESTS, redline
 
 HERE = TESTS / "realobjects"
@@ -38,10 +39,19 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def with_copy(target: str, tmp_path: Path) -> Path:
+    """The target's candidates (tests/realobjects/candidates/NAME) and an identical copy of the target,
+    taken from objects_app.py itself."""
+    folder = tmp_path / "candidates"
+    shutil.copytree(HERE / "candidates" / target.rpartition(".")[2], folder)
+    (folder / "copy.py").write_text(source_of(HERE / "objects_app.py", target)[0])
+    return folder
+
+
 @pytest.mark.parametrize(("target", "inputs", "where"), CASES, ids=[c[0] for c in CASES])
 def test_copy_is_not_faster_wrong_is_incorrect_honest_is_ok(workspace: Path, tmp_path: Path, target: str,
                                                             inputs: str, where: str) -> None:
-    candidates = HERE / "candidates" / target.rpartition(".")[2]
+    candidates = with_copy(target, tmp_path)
     report_path = tmp_path / "report.json"
     res = redline("optimise", f"objects_app.py::{target}", "--inputs", f"objects_app.py::{inputs}",
                   "--candidates", str(candidates), "--no-builtin", "--json", str(report_path), cwd=workspace)
@@ -61,7 +71,7 @@ def test_a_linked_list_of_ten_thousand_nodes_is_compared_without_recursion(works
     recursion limit), and a rewrite that leaves a cycle at the far end is named there."""
     report_path = tmp_path / "report.json"
     res = redline("optimise", "objects_app.py::relink", "--inputs", "objects_app.py::relink_inputs",
-                  "--candidates", str(HERE / "candidates" / "relink"), "--no-builtin", "--json", str(report_path),
+                  "--candidates", str(with_copy("relink", tmp_path)), "--no-builtin", "--json", str(report_path),
                   cwd=workspace)
     assert res.returncode == 0, res.stderr[-3000:]
     by_file = {c["origin"].split(":", 1)[1]: c for c in json.loads(report_path.read_text())["candidates"]}

@@ -1,8 +1,9 @@
 """Functions that take, change and return the objects real libraries pass: results kept in
 `__slots__`, enum members, Decimals, an object holding a compiled regex and a logger, byte buffers
 changed in place, classes, and trees whose nodes hold their parents. Each has its inputs function
-(`--inputs objects_app.py::NAME_inputs`); tests/realobjects/candidates/NAME/ holds an identical copy,
-a rewrite that is wrong on a few inputs, and an honest faster rewrite."""
+(`--inputs objects_app.py::NAME_inputs`); tests/realobjects/candidates/NAME/ holds a rewrite that is
+wrong on a few inputs and an honest faster rewrite (tests/test_real_objects.py takes the identical copy
+from this file)."""
 
 import enum
 import logging
