@@ -10,6 +10,7 @@ runs a fast subset in CI.
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import json
 import os
@@ -107,9 +108,8 @@ def _planted_call_key(args, kwargs):
     return _planted_key([args[1:] if args and hasattr(args[0], "__dict__") else args, kwargs])
 '''
 
-WRAPPER = '''
+CHANGE = '''
 
-_planted_original = _planted_inner_{name}
 _PLANTED_KEYS = {keys!r}
 
 
@@ -143,25 +143,35 @@ def _planted_change(result, args):
     return 1 if result is None else None
 
 
+import enum
+import inspect
+'''
+
+WRAPPER = '''
 def {name}(*args, **kwargs):
     chosen = _planted_call_key(args, kwargs) in _PLANTED_KEYS  # before the call, which may change them
-    result = _planted_original(*args, **kwargs)
+    result = _planted_inner(*args, **kwargs)
     if chosen:
         if inspect.isgenerator(result):
             return iter([*result, None])
         return _planted_change(result, args)
     return result
-
-
-import enum
-import inspect
 '''
 
 
 def planted(source: str, name: str, keys: set[int]) -> str:
     """The original with its result changed on the calls whose key (made from the atoms their arguments
-    hold, so the same call is changed the same way in every process) is in `keys`."""
-    return source.replace(f"def {name}(", f"def _planted_inner_{name}(", 1) + KEY + WRAPPER.format(name=name, keys=keys)
+    hold, so the same call is changed the same way in every process) is in `keys`. The original is
+    nested inside the rewrite, so a method's private names and super() mean what they do in its class."""
+    original = ast.parse(source).body[0]
+    assert isinstance(original, ast.FunctionDef | ast.AsyncFunctionDef)
+    wrapper = ast.parse(WRAPPER.format(name=name)).body[0]
+    assert isinstance(wrapper, ast.FunctionDef)
+    inner = copy.deepcopy(original)
+    inner.name, inner.decorator_list = "_planted_inner", []
+    wrapper.body.insert(0, inner)
+    wrapper.decorator_list = original.decorator_list
+    return KEY + CHANGE.format(keys=keys) + "\n\n" + ast.unparse(wrapper) + "\n"
 
 
 KEYS_OF_STORE = '''
