@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from redline.profilers.source import FunctionDef, parse_functions
+from redline.profilers.source import FunctionDef, defined, parse_functions
 
 from .inputs import InputSource
 from .inputs.store import StoreError, capture_hint, read_manifest, store_dir
@@ -119,7 +119,7 @@ def locate(spec: str) -> Located:
     except SyntaxError as exc:
         raise TargetError(f"{file_part}:{exc.lineno}: the file does not parse ({exc.msg})")
     fns = parse_functions(source.encode())
-    fn = next((f for f in fns if f.qualname == qual), None)
+    fn = defined(fns, qual)
     if fn is None:
         known = ", ".join(f.qualname for f in fns[:12])
         raise TargetError(f"{file_part}: no function {qual!r} (functions here: {known or 'none'})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -101,11 +102,17 @@ def enclosing(functions: tuple[FunctionDef, ...], line: int) -> FunctionDef | No
     return best
 
 
+def defined(functions: Sequence[FunctionDef], qualname: str) -> FunctionDef | None:
+    """The definition of `qualname` that Python binds: the last one where it is defined more than once
+    (after `@overload` stubs, the implementation)."""
+    return next((fn for fn in reversed(functions) if fn.qualname == qualname), None)
+
+
 def by_name(functions: tuple[FunctionDef, ...], name: str) -> FunctionDef | None:
     """The function called `name` (qualified, or a dotted suffix of the qualname, or bare)."""
-    for fn in functions:
-        if fn.qualname == name:
-            return fn
+    exact = defined(functions, name)
+    if exact is not None:
+        return exact
     plain = name.replace(".<locals>", "")
     for fn in functions:
         q = fn.qualname.replace(".<locals>", "")

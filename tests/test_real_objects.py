@@ -119,3 +119,21 @@ def test_a_method_using_super_and_private_names_is_judged_as_written(tmp_path: P
     by_file = {c["origin"].split(":", 1)[1]: c for c in json.loads(report_path.read_text())["candidates"]}
     assert by_file["copy.py"]["status"] == "not_faster", by_file["copy.py"]["reason"]
     assert by_file["wrong.py"]["status"] == "incorrect", by_file["wrong.py"]["reason"]
+
+
+def test_an_overloaded_method_is_its_implementation_not_a_stub(tmp_path: Path) -> None:
+    """After `@overload` stubs the last definition is the one Python binds: it is the target."""
+    (tmp_path / "reg.py").write_text(
+        "from typing import overload\n\n\nclass Registry:\n    def __init__(self):\n        self.items = list(range(50))\n\n"
+        "    @overload\n    def get(self, key: int) -> int: ...\n\n    @overload\n    def get(self, key: str) -> int: ...\n\n"
+        "    def get(self, key):\n        return self.items[int(key)]\n\n\n"
+        "def make_inputs(seed):\n    return Registry(), str(seed % 50)\n")
+    (tmp_path / "redline.toml").write_text("")
+    (tmp_path / "cands").mkdir()
+    (tmp_path / "cands" / "copy.py").write_text("def get(self, key):\n    return self.items[int(key)]\n")
+    report_path = tmp_path / "report.json"
+    res = redline("optimise", "reg.py::Registry.get", "--candidates", str(tmp_path / "cands"), "--no-builtin",
+                  "--json", str(report_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(report_path.read_text())
+    assert doc["target"]["line"] == 14 and doc["candidates"][0]["status"] == "not_faster", doc["candidates"][0]

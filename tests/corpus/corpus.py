@@ -73,9 +73,9 @@ def source_of(file: Path, qualname: str) -> tuple[str, bool]:
     kept), and whether it is a plain function or method (not a static or class method)."""
     tree = ast.parse(file.read_text())
     node: Any = tree
-    for part in qualname.split("."):
-        node = next(n for n in ast.iter_child_nodes(node)
-                    if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == part)
+    for part in qualname.split("."):  # the last definition of a name is the one Python binds (not @overload stubs)
+        node = [n for n in ast.iter_child_nodes(node)
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == part][-1]
     lines = file.read_text().splitlines(keepends=True)
     start = min([d.lineno for d in node.decorator_list] + [node.lineno])
     plain = not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property")
