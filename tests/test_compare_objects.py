@@ -222,3 +222,16 @@ def test_a_class_written_in_python_is_compared_by_all_its_state_not_its_own_redu
     assert verdict(a, b) == "differ: output._maxes[0] is 1, the reference's 3"
     b._maxes, b._extra = [3], True
     assert verdict(a, b) == "differ: output has attributes ['_extra'] that the reference's lacks"
+
+
+def test_a_logger_is_compared_by_name_whatever_its_handlers_hold() -> None:
+    """A logger reaches the process's logging manager and every handler in it (a stream that cannot be
+    pickled, under pytest's capture): it is one object per name, compared by that name."""
+    logger = logging.getLogger("redline.tests.handlers")
+    handler = logging.StreamHandler(x for x in ())  # type: ignore[arg-type]  # a stream nothing can describe
+    logger.addHandler(handler)
+    try:
+        assert verdict({"log": logger}, {"log": logging.getLogger("redline.tests.handlers")}) == "equal"
+        assert verdict(logger, logging.getLogger("redline.tests.other")).startswith("differ")
+    finally:
+        logger.removeHandler(handler)

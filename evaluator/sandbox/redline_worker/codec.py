@@ -221,7 +221,8 @@ class _Encoder:
 
     def by_value(self, v: Any, t: type) -> dict[str, Any] | None:
         """Values equal by what they denote, written in place: enum members, classes, functions,
-        modules, regexes and their matches, byte buffers, locks."""
+        modules, regexes and their matches, byte buffers, locks, loggers (by name: their handlers and
+        the logging manager they reach are the process's, not the call's)."""
         name = _qualified(t)
         if _isinstance(v, enum.Enum):
             return {"t": name, "v": v.name}
@@ -238,6 +239,9 @@ class _Encoder:
             return {"t": name, "v": _b64(bytes(v)).decode()}
         if t in _LOCKS:
             return {"t": name, "v": None}
+        logging = sys.modules.get("logging")
+        if logging is not None and _isinstance(v, logging.Logger):  # one per name, process-wide
+            return {"t": name, "v": v.name}
         return None
 
     def node(self, v: Any) -> dict[str, Any]:
