@@ -134,11 +134,16 @@ _CONTAINERS = (object, list, tuple, dict, set, frozenset)
 _PYTHON_DEFS = (types.FunctionType, classmethod, staticmethod)
 
 
+_NOT_BY_VALUE = object()
+
+
 def _has_dict(v: Any) -> bool:
     try:
         return _type(object.__getattribute__(v, "__dict__")) is dict
     except (AttributeError, TypeError):
         return False
+
+
 _plain_types: dict[type, bool] = {}
 
 
@@ -222,27 +227,28 @@ class _Encoder:
     def by_value(self, v: Any, t: type) -> dict[str, Any] | None:
         """Values equal by what they denote, written in place: enum members, classes, functions,
         modules, regexes and their matches, byte buffers, locks, loggers (by name: their handlers and
-        the logging manager they reach are the process's, not the call's)."""
-        name = _qualified(t)
-        if _isinstance(v, enum.Enum):
-            return {"t": name, "v": v.name}
-        if _isinstance(v, type) or (_isinstance(v, _FUNCTIONS) and _isinstance(getattr(v, "__self__", None),
-                                                                             (types.ModuleType, type(None)))):
-            return {"t": name, "v": _qualified(v)}
-        if t is types.ModuleType:
-            return {"t": name, "v": v.__name__}
-        if t is re.Pattern:
-            return {"t": name, "v": [repr(v.pattern), v.flags]}
-        if t is re.Match:
-            return {"t": name, "v": [list(v.span()), repr(v.groups()), repr(v.group(0)), repr(v.re.pattern)]}
-        if t in (bytearray, memoryview):
-            return {"t": name, "v": _b64(bytes(v)).decode()}
-        if t in _LOCKS:
-            return {"t": name, "v": None}
+        the logging manager they reach are the process's, not the call's). Called for every object
+        met, so the type's name is formatted only for those it describes."""
+        value = _NOT_BY_VALUE
         logging = sys.modules.get("logging")
-        if logging is not None and _isinstance(v, logging.Logger):  # one per name, process-wide
-            return {"t": name, "v": v.name}
-        return None
+        if _isinstance(v, enum.Enum):
+            value = v.name
+        elif _isinstance(v, type) or (_isinstance(v, _FUNCTIONS) and _isinstance(getattr(v, "__self__", None),
+                                                                               (types.ModuleType, type(None)))):
+            value = _qualified(v)
+        elif t is types.ModuleType:
+            value = v.__name__
+        elif t is re.Pattern:
+            value = [repr(v.pattern), v.flags]
+        elif t is re.Match:
+            value = [list(v.span()), repr(v.groups()), repr(v.group(0)), repr(v.re.pattern)]
+        elif t in (bytearray, memoryview):
+            value = _b64(bytes(v)).decode()
+        elif t in _LOCKS:
+            value = None
+        elif logging is not None and _isinstance(v, logging.Logger):  # one per name, process-wide
+            value = v.name
+        return None if value is _NOT_BY_VALUE else {"t": _qualified(t), "v": value}
 
     def node(self, v: Any) -> dict[str, Any]:
         t = _type(v)
