@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     op.add_argument("--temperature", type=float, default=0.7)
     op.add_argument("--no-stream", action="store_true", help="ask for whole replies, not streamed ones")
     op.add_argument("--no-builtin", action="store_true", help="do not use the built-in proposers")
+    op.add_argument("--builtin", dest="only_builtin", default=None, metavar="NAME[,NAME]",
+                    help="only these built-in proposers (the summary's `proposers:` line names them)")
     op.add_argument("--candidates", type=Path, help="directory of candidate files to evaluate")
     op.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     op.add_argument("--backend", choices=("local", "ray"), default="local",

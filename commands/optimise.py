@@ -17,6 +17,7 @@ from redline.evaluator.backends import ClusterError
 from redline.evaluator.models import Report, Stopped, TargetInfo
 from redline.evaluator.run import LLMOptions, NoProposer, RunOptions, execute
 from redline.evaluator.target import Target, TargetError, UnsupportedTarget, load_target
+from redline.profilers import Hotspot
 
 from .render import Progress, print_summary
 
@@ -30,15 +31,15 @@ def options(args: argparse.Namespace) -> RunOptions:
                      candidates_per_round=args.llm_candidates, choices_per_request=args.llm_choices,
                      timeout_s=args.llm_timeout, retries=args.llm_retries, temperature=args.temperature,
                      stream=not args.no_stream) if base_url else None
-    return RunOptions(builtin=not args.no_builtin, candidates=args.candidates, llm=llm, device=args.device,
+    only = [n.strip() for n in args.only_builtin.split(",") if n.strip()] if args.only_builtin else None
+    return RunOptions(builtin=not args.no_builtin, only=only, candidates=args.candidates, llm=llm, device=args.device,
                       candidate_timeout=args.timeout, budget=args.budget or 12, rounds=args.rounds or 3,
                       time_limit=args.time_limit or 600.0, backend=args.backend, ray_address=args.ray_address,
                       jobs=args.jobs, ray_pip=args.ray_pip)
 
 
-def profile_note(trace: Path, target: Target) -> str:
-    """The target's hotspot in `trace`, as a line for the LLM's prompt."""
-    from redline.evaluator.proposers import hotspot_note
+def profile_spot(trace: Path, target: Target) -> Hotspot | None:
+    """The target's hotspot in `trace` (its shares and hot lines go to the proposers)."""
     from redline.profilers import ParseError, report
 
     rel = target.file.relative_to(target.project_root).as_posix()
@@ -48,8 +49,8 @@ def profile_note(trace: Path, target: Target) -> str:
         raise TargetError(str(exc))
     for spot in spots:
         if spot.function == target.qualname and spot.file in (rel, str(target.file)):
-            return hotspot_note(spot)
-    return ""
+            return spot
+    return None
 
 
 @contextlib.contextmanager
@@ -91,7 +92,7 @@ def run_optimise(args: argparse.Namespace) -> int:
     target = None
     try:
         target = load_target(args.target, args.inputs)
-        note = profile_note(args.profile_trace, target) if args.profile_trace else ""
+        spot = profile_spot(args.profile_trace, target) if args.profile_trace else None
         opts = options(args)
     except TargetError as exc:
         return stopped(args, target, exc)
@@ -99,7 +100,7 @@ def run_optimise(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     try:
         with _ctrl_c_cancels(cancel):
-            report = execute(target, opts, Progress(), cancel, resume=args.resume, hotspot_note=note)
+            report = execute(target, opts, Progress(), cancel, resume=args.resume, hotspot=spot)
     except TargetError as exc:
         return stopped(args, target, exc)
     except (NoProposer, ClusterError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from redline.evaluator.models import Report
+from redline.evaluator.models import ProposerUse, Report
 from redline.evaluator.progress import CandidateDone, CandidateStarted, Event, ProposerFailed, describe
 
 
@@ -43,6 +43,8 @@ def print_summary(report: Report) -> None:
     for c in report.candidates:
         counts[c.status] = counts.get(c.status, 0) + 1
     print("candidates: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none"))
+    if report.proposers:
+        print("proposers: " + "; ".join(describe_use(u) for u in report.proposers))
     for note in report.notes:
         print(f"note: {note}")
     if report.regression and report.regression.ran:
@@ -50,6 +52,8 @@ def print_summary(report: Report) -> None:
               + ("passed" if report.regression.passed else "failed"))
     if report.winner is None:
         print("no candidate was verified faster than the baseline; nothing to apply")
+        if not report.stopped and not report.cancelled:
+            print(next_steps(report))
         return
     w = report.winner
     print(f"winner {w.id}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
@@ -62,3 +66,20 @@ def print_summary(report: Report) -> None:
 
         print(f"Nsight Compute: {describe_kernels(winner.kernel_profile)}")
     print(w.diff, end="" if w.diff.endswith("\n") else "\n")
+
+
+def describe_use(use: ProposerUse) -> str:
+    if use.skipped is not None:
+        return f"{use.name} skipped ({use.skipped})"
+    return f"{use.name} {use.proposed} candidate{'s' if use.proposed != 1 else ''}"
+
+
+def next_steps(report: Report) -> str:
+    """What else the user can try when nothing won: the proposers this run did not have."""
+    used = {u.name for u in report.proposers}
+    steps = []
+    if "llm" not in used:
+        steps.append("an LLM endpoint (--base-url URL --model M, or OPENAI_BASE_URL and REDLINE_MODEL)")
+    if "files" not in used:
+        steps.append("your own candidates (--candidates DIR; the file format is in docs/cli.md, \"Candidate files\")")
+    return "to go further, give " + " or ".join(steps) if steps else "no proposer found a faster version"

@@ -169,6 +169,14 @@ class Stopped(_Model):
     reason: str
 
 
+class ProposerUse(_Model):
+    """What one proposer did in a run: how many candidates it proposed, or why it was not asked."""
+
+    name: str
+    proposed: int = 0
+    skipped: str | None = None  # why it does not apply to this target (set before it runs)
+
+
 class Report(_Model):
     """The optimise report (`--json REPORT`)."""
 
@@ -188,3 +196,4 @@ class Report(_Model):
     bound: str = ""  # on CUDA, what limits the target: launch-bound, memory-bound or compute-bound
     cancelled: bool = False  # stopped by the user (Ctrl-C, the editor's cancel); what was verified before stands
     stopped: Stopped | None = None  # the run stopped before judging any candidate, and why
+    proposers: list[ProposerUse] = []  # each proposer asked, in the order asked, or skipped with its reason

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..profilers import Hotspot
 from .backends import PoolFactory
 from .models import EvalSettings, Limits, Report
 from .progress import ProgressFn
@@ -43,6 +44,7 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     builtin: bool = True
+    only: list[str] | None = None  # the built-in proposers to use, by name; None for all of them
     candidates: Path | None = None  # a directory of candidate files
     llm: LLMOptions | None = None
     device: Literal["cpu", "cuda"] = "cpu"
@@ -68,7 +70,14 @@ def proposers(options: RunOptions) -> list[Proposer]:
     if options.builtin:
         from .proposers.builtin import builtin_proposers
 
-        out += builtin_proposers()
+        found = builtin_proposers()
+        if options.only is not None:
+            names = [p.name for p in found]
+            unknown = [n for n in options.only if n not in names]
+            if unknown:
+                raise TargetError(f"unknown built-in proposer {', '.join(unknown)}; they are {', '.join(names)}")
+            found = [p for p in found if p.name in options.only]
+        out += found
     if options.llm is not None and options.llm.base_url:
         from .proposers.llm import LLMProposer, LLMSettings
 
@@ -95,7 +104,7 @@ def pool_factory(options: RunOptions) -> PoolFactory | None:
 
 
 def execute(target: Target, options: RunOptions, progress: ProgressFn | None = None,
-            cancel: threading.Event | None = None, extra: Sequence[Proposer] = (), hotspot_note: str = "",
+            cancel: threading.Event | None = None, extra: Sequence[Proposer] = (), hotspot: Hotspot | None = None,
             resume: str | None = None) -> Report:
     """Run the search on `target` as `options` asks (plus `extra` proposers, such as an agent's model)."""
     found = proposers(options) + list(extra)
@@ -105,4 +114,4 @@ def execute(target: Target, options: RunOptions, progress: ProgressFn | None = N
     settings = EvalSettings(device=options.device, limits=Limits(wall_s=options.candidate_timeout))
     budget = Budget(candidates=options.budget, rounds=options.rounds, wall_s=options.time_limit)
     return optimise(target, found, settings, budget, progress, cancel, make_pool=pool_factory(options),
-                    resume=resume, hotspot_note=hotspot_note)
+                    resume=resume, hotspot=hotspot)

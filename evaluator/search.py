@@ -10,11 +10,12 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..profilers import Hotspot
 from ..profilers.record import redline_dir
 from .archive import Archive
 from .backends import EvaluationPool, Job, LocalPool, PoolFactory
 from .config import ConfigError, ProjectConfig, load_config
-from .models import CandidateResult, Cost, EvalSettings, Regression, Report, TargetInfo, Winner
+from .models import CandidateResult, Cost, EvalSettings, ProposerUse, Regression, Report, TargetInfo, Winner
 from .progress import (
     CandidateDone,
     CandidateStarted,
@@ -26,7 +27,7 @@ from .progress import (
     VersusCompile,
     silent,
 )
-from .proposers import Context, Proposal, Proposer
+from .proposers import Context, Proposal, Proposer, hot_lines, hotspot_note
 from .proposers.builtin import torch_compile_code
 from .report import RunLog, id_order, interval, unified_diff
 from .specialise import guarded
@@ -47,7 +48,7 @@ class Budget:
 def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings | None = None,
              budget: Budget | None = None, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None, runs_dir: Path | None = None,
-             make_pool: PoolFactory | None = None, resume: str | None = None, hotspot_note: str = "") -> Report:
+             make_pool: PoolFactory | None = None, resume: str | None = None, hotspot: Hotspot | None = None) -> Report:
     """Run the search on one target and return the report (nothing is written to the target).
 
     Proposals wait in a queue; the pool evaluates as many at once as it has room for (one on this
@@ -61,7 +62,7 @@ def optimise(target: Target, proposers: list[Proposer], settings: EvalSettings |
     log = RunLog((runs_dir or redline_dir(target.project_root) / "runs") / run_id)
     earlier = log.begin(target, resume is not None)
     search = Search(target, proposers, settings or EvalSettings(), budget or Budget(), progress or silent,
-                    cancel or threading.Event(), log, hotspot_note)
+                    cancel or threading.Event(), log, hotspot)
     return search.run(make_pool or LocalPool, earlier, run_id)
 
 
@@ -69,9 +70,10 @@ class Search:
     """One run's state between proposing, evaluating and picking the winner."""
 
     def __init__(self, target: Target, proposers: list[Proposer], settings: EvalSettings, budget: Budget,
-                 say: ProgressFn, cancel: threading.Event, log: RunLog, hotspot_note: str) -> None:
+                 say: ProgressFn, cancel: threading.Event, log: RunLog, hotspot: Hotspot | None) -> None:
         self.target, self.proposers, self.budget, self.say, self.cancel = target, proposers, budget, say, cancel
-        self.log, self.hotspot_note = log, hotspot_note
+        self.log, self.hotspot_note, self.hot_lines = log, hotspot_note(hotspot) if hotspot else "", hot_lines(hotspot)
+        self.uses: dict[str, ProposerUse] = {}  # each proposer asked or skipped, in that order
         self.config = _config(target)
         if settings.rtol is None and settings.atol is None:
             rtol, atol = self.config.tolerance(target.spec)
@@ -244,15 +246,31 @@ class Search:
     def _propose(self, pool: EvaluationPool, round_: int) -> list[Proposal]:
         ctx = Context(target=self.target, round=round_, history=list(self.archive.results), best=self.archive.best,
                       hotspot_note=self.hotspot_note, inputs=pool.inputs, hardware=pool.hardware,
-                      device=self.settings.device, inputs_from=pool.inputs_info.source, bound=pool.bound)
+                      device=self.settings.device, inputs_from=pool.inputs_info.source, bound=pool.bound,
+                      hot_lines=self.hot_lines)
         out: list[Proposal] = []
         for p in sorted(self.proposers, key=lambda p: p.rank(ctx)):
+            use = self.uses.get(p.name)
+            if use is None:
+                use = self.uses[p.name] = ProposerUse(name=p.name, skipped=self._skip(p, ctx))
+            if use.skipped is not None:
+                continue
             try:
-                out += p.propose(ctx)
+                found = p.propose(ctx)
             except Exception as exc:  # one proposer failing must not end the run
                 self.notes.append(f"{p.name} failed in round {round_}: {exc}")
                 self.say(ProposerFailed(p.name, str(exc)))
+                continue
+            use.proposed += len(found)
+            out += found
         return out
+
+    def _skip(self, p: Proposer, ctx: Context) -> str | None:
+        try:
+            return p.skip(ctx)
+        except Exception as exc:  # a proposer that cannot tell is asked anyway
+            self.notes.append(f"{p.name} could not tell whether it applies: {exc}")
+            return None
 
     def _out_of_budget(self) -> bool:
         b = self.budget
@@ -414,7 +432,7 @@ class Search:
             candidates=sorted(results, key=id_order), winner=winner, regression=regression, run_id=run_id,
             notes=self.notes + (["cancelled"] if cancelled else []) + pool.notes + self.archive.hardware_notes(),
             backend=pool.name, hardware=self.archive.hardware or "", inputs=pool.inputs_info, cancelled=cancelled,
-            bound=pool.bound,
+            bound=pool.bound, proposers=list(self.uses.values()),
             cost=Cost(wall_s=time.monotonic() - self.started, candidates=n, tokens=self.tokens,
                       accepted_rate=(sum(r.status == "ok" for r in results) / n) if n else 0.0,
                       device_s=sum(r.eval_s or 0.0 for r in results),

@@ -6,7 +6,10 @@ set -eu
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# setuptools builds in the checkout (build/, redline.egg-info/): removed after unless they were there.
+leftovers=""
+for d in build redline.egg-info; do [ -e "$d" ] || leftovers="$leftovers $root/$d"; done
+trap 'rm -rf "$work" $leftovers' EXIT
 
 python3 -m venv "$work/build"
 "$work/build/bin/pip" install -q build

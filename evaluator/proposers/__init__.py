@@ -36,6 +36,7 @@ class Context:
     device: str = "cpu"
     bound: str = ""  # on CUDA: what limits the target (launch-bound, memory-bound, compute-bound)
     inputs_from: str = "make_inputs"  # or "captured", "kernelbench"
+    hot_lines: dict[int, float] = field(default_factory=dict)  # the file's line -> its share of the profile
 
 
 class Proposer:
@@ -47,10 +48,20 @@ class Proposer:
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError
 
+    def skip(self, ctx: Context) -> str | None:
+        """Why this proposer does not apply to the target (asked once, before its first round), or None.
+        A skipped proposer is not asked to propose; the report and the summary give its reason."""
+        return None
+
     def rank(self, ctx: Context) -> int:
         """Where this proposer's candidates go in a round, lowest first (ties keep the given order):
         what the target's profile makes likely to win is tried first on a small budget."""
         return 0
+
+
+def hot_lines(spot: Hotspot | None) -> dict[int, float]:
+    """Each sampled line of the hotspot's function and its own share of the profile."""
+    return {lw.line: lw.fraction for lw in spot.lines if lw.self_weight > 0} if spot is not None else {}
 
 
 def hotspot_note(spot: Hotspot) -> str:

@@ -21,17 +21,45 @@ def _available(module: str) -> bool:
         return False
 
 
+# Argument descriptions (codec.describe) numba compiles: numbers, booleans and NumPy arrays.
+_NUMBA_TYPED = re.compile(r"(int|float|bool|complex) |numpy\.ndarray ")
+
+
+def _torch_skip(t: Target, cuda_only: bool = False, device: str = "cpu") -> str | None:
+    """Why a torch proposer does not apply: no torch in the module, a nested method, torch missing, the CPU."""
+    if "torch" not in t.source:
+        return "the module does not use torch"
+    if t.qualname.count(".") > 1:
+        return "a method of a nested class"
+    if cuda_only and device != "cuda":
+        return "CUDA only; this run is on the CPU"
+    if not _available("torch"):
+        return "torch is not installed"
+    return None
+
+
 class NumbaProposer(Proposer):
     """`numba.njit` variants of a function whose body loops, when numba is installed."""
 
     name = "numba"
 
-    def propose(self, ctx: Context) -> list[Proposal]:
+    def skip(self, ctx: Context) -> str | None:
         src = textwrap.dedent(ctx.target.function_source)
-        if ctx.round != 1 or "." in ctx.target.qualname or not re.search(r"^\s+(for|while) ", src, re.M) \
-                or not _available("numba"):
+        if "." in ctx.target.qualname:
+            return "numba compiles functions, not methods"
+        if not re.search(r"^\s+(for|while) ", src, re.M):
+            return "the function has no loop to compile"
+        others = sorted({kind.split(" ")[0] for kind in ctx.inputs if not _NUMBA_TYPED.match(kind)})
+        if others:
+            return f"numba types numbers and NumPy arrays; the function takes {', '.join(others)}"
+        if not _available("numba"):
+            return "numba is not installed (pip install numba)"
+        return None
+
+    def propose(self, ctx: Context) -> list[Proposal]:
+        if ctx.round != 1 or self.skip(ctx):
             return []
-        body = re.sub(r"^@.*\n", "", src, flags=re.M)
+        body = re.sub(r"^@.*\n", "", textwrap.dedent(ctx.target.function_source), flags=re.M)
         return [Proposal(code=f"import numba\n\n\n@numba.njit(cache=False{opts})\n{body}", origin="builtin:numba",
                          approach=f"numba.njit{opts}", trusted=True)
                 for opts in ("", ", fastmath=True")]
@@ -107,8 +135,11 @@ class TorchCompileProposer(Proposer):
 
     name = "torch.compile"
 
+    def skip(self, ctx: Context) -> str | None:
+        return _torch_skip(ctx.target)
+
     def propose(self, ctx: Context) -> list[Proposal]:
-        if ctx.round != 1:
+        if ctx.round != 1 or self.skip(ctx):
             return []
         variants: list[tuple[str | None, dict[str, object] | None, str, str | None]] = [
             ("default", None, "torch.compile(default)", None)]
@@ -145,15 +176,21 @@ class TritonConfigProposer(Proposer):
     name = "triton-config"
     max_variants = 6
 
+    def skip(self, ctx: Context) -> str | None:
+        t = ctx.target
+        if "triton" not in t.source or "." in t.qualname:
+            return "the target is not a Triton launch wrapper"
+        if not _KNOB.search(textwrap.dedent(t.function_source).split(":\n", 1)[0]):
+            return "its signature has no BLOCK, num_warps or num_stages default to tune"
+        return None
+
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or "triton" not in t.source or "." in t.qualname:
+        if ctx.round != 1 or self.skip(ctx):
             return []
         src = textwrap.dedent(t.function_source)
         header = src.split(":\n", 1)[0]
         knobs = {m.group("name"): int(m.group("value")) for m in _KNOB.finditer(header)}
-        if not knobs:
-            return []
         options: dict[str, list[int]] = {}
         for name, value in knobs.items():
             if name.startswith("BLOCK"):
@@ -186,9 +223,12 @@ class IdiomProposer(Proposer):
 
     name = "idioms"
 
+    def skip(self, ctx: Context) -> str | None:
+        return _torch_skip(ctx.target)
+
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or "torch" not in t.source or t.qualname.count(".") > 1:
+        if ctx.round != 1 or self.skip(ctx):
             return []
         eager, compiled = [], []
         for rw in rewrites(t.function_source):  # each rewrite as it is first: cheap to build and to time
@@ -214,10 +254,13 @@ class TritonTemplateProposer(Proposer):
 
     name = "triton-templates"
 
+    def skip(self, ctx: Context) -> str | None:
+        reason = _torch_skip(ctx.target, cuda_only=True, device=ctx.device)
+        return reason or (None if _available("triton") else "Triton is not installed")
+
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or t.qualname.count(".") > 1 \
-                or not _available("triton"):
+        if ctx.round != 1 or self.skip(ctx):
             return []
         return [Proposal(code=inst.code, origin="builtin:triton-templates", trusted=True,
                          approach=f"Triton template: {inst.op} ({inst.config.label})")
@@ -336,9 +379,12 @@ class CudaGraphProposer(Proposer):
 
     name = "cuda-graph"
 
+    def skip(self, ctx: Context) -> str | None:
+        return _torch_skip(ctx.target, cuda_only=True, device=ctx.device)
+
     def propose(self, ctx: Context) -> list[Proposal]:
         t = ctx.target
-        if ctx.round != 1 or ctx.device != "cuda" or "torch" not in t.source or t.qualname.count(".") > 1:
+        if ctx.round != 1 or self.skip(ctx):
             return []
         src = textwrap.dedent(t.function_source)
         header = src.split(":\n", 1)[0]
@@ -358,5 +404,9 @@ def builtin_proposers() -> list[Proposer]:
     # The Triton search first: it is cheap to build and aimed at the kernel the user wrote; the idioms
     # before torch.compile: offered only where the code has one, and then usually the larger step.
     # (Each proposer's rank moves it by what the target's profile says: see Proposer.rank.)
-    return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(),
-            CudaGraphProposer()]
+    # Plain Python's rewrites after numba: where numba applies it is the larger step.
+    from .lint import RuffFixProposer
+    from .rewrites import PlainPythonProposer
+
+    return [NumbaProposer(), RuffFixProposer(), PlainPythonProposer(), TritonConfigProposer(), IdiomProposer(),
+            TritonTemplateProposer(), TorchCompileProposer(), CudaGraphProposer()]

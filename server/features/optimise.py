@@ -24,9 +24,9 @@ from redline.evaluator.progress import (
     VersusCompile,
     describe,
 )
-from redline.evaluator.proposers import hotspot_note
 from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
+from redline.profilers import Hotspot
 
 from ..core import CommandError, RedlineServer, command, parse_args
 from ..runs import Offer
@@ -76,7 +76,7 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if not options.builtin and options.llm is None:
         raise CommandError("no proposer: enable redline.builtinProposers or set redline.llmBaseUrl")
     spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
-    job = _Job(ls, a, spec, options, doc.version if doc is not None else None, hotspot_note(spot) if spot else "")
+    job = _Job(ls, a, spec, options, doc.version if doc is not None else None, spot)
     ls.background(job.run(target, capture))
     return {"runId": job.run_id, "started": True, "capturing": capture is not None}
 
@@ -85,8 +85,8 @@ class _Job:
     """One optimise run started from the editor: its progress in a work-done report, its cancel, its end."""
 
     def __init__(self, ls: RedlineServer, a: OptimiseArgs, spec: str, options: RunOptions, version: int | None,
-                 note: str) -> None:
-        self.ls, self.a, self.spec, self.options, self.version, self.note = ls, a, spec, options, version, note
+                 spot: Hotspot | None) -> None:
+        self.ls, self.a, self.spec, self.options, self.version, self.spot = ls, a, spec, options, version, spot
         self.run_id = uuid.uuid4().hex[:10]
         self.cancel = threading.Event()
         ls.runs.running[self.run_id] = self.cancel
@@ -113,7 +113,7 @@ class _Job:
         found = target
         try:
             report = await self.loop.run_in_executor(
-                None, lambda: execute(found, self.options, self.report_progress, self.cancel, hotspot_note=self.note))
+                None, lambda: execute(found, self.options, self.report_progress, self.cancel, hotspot=self.spot))
         except Exception as exc:  # an evaluator failure must not take the server down
             ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"redline: optimise failed: {exc}"))
             if self.token:

@@ -232,16 +232,16 @@ class Result:
         return self.capture_s / self.plain_s if self.plain_s else 0.0
 
 
-def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extra: tuple[str, ...] = ()) -> Result:
-    """Profile, capture with the defaults, and judge an identical copy and a planted wrong rewrite of
-    each captured target through the CLI."""
+def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0) -> tuple[Path, Result, list[Path]]:
+    """The library's workspace, profiled and its `top` hottest functions captured with the defaults:
+    (the workspace, a Result with the timings or the error, each captured target's manifest)."""
     work = workspace(lib, root)
     n = str(max(1, int(lib.scale * scale)))
     out = Result(lib.name)
     prof = redline("profile", "--", sys.executable, "work.py", n, cwd=work)
     if prof.returncode != 0:
         out.error = f"profile: {prof.stderr.strip().splitlines()[-1:]}"
-        return out
+        return work, out, []
     t = time.perf_counter()
     subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
     out.plain_s = time.perf_counter() - t
@@ -250,8 +250,15 @@ def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extr
     out.capture_s = time.perf_counter() - t
     if cap.returncode != 0:
         out.error = f"capture: {cap.stderr.strip().splitlines()[-1:]}"
-        return out
-    for manifest_path in sorted((work / ".redline" / "inputs").glob("*/manifest.json")):
+        return work, out, []
+    return work, out, sorted((work / ".redline" / "inputs").glob("*/manifest.json"))
+
+
+def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extra: tuple[str, ...] = ()) -> Result:
+    """Profile, capture with the defaults, and judge an identical copy and a planted wrong rewrite of
+    each captured target through the CLI."""
+    work, out, manifests = captured(lib, root, top, scale)
+    for manifest_path in manifests:
         m = json.loads(manifest_path.read_text())
         row = Row(lib.name, m["target"], m["calls_seen"], m["calls_kept"])
         out.rows.append(row)

@@ -1,0 +1,148 @@
+"""Offline wins on plain Python: ruff's fixes and redline's own rewrites, each a candidate the gate
+verifies on the target's calls, through the real CLI; and the proposers that do not apply are
+skipped with their reason instead of showing up as crashed candidates."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import redline
+from redline.evaluator.proposers.rewrites import REWRITES, rewrites
+from redline.evaluator.target import Target, locate
+
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+
+
+def target_in(tmp_path: Path, source: str, qualname: str) -> Target:
+    file = tmp_path / "mod.py"
+    file.write_text(textwrap.dedent(source))
+    loc = locate(f"{file}::{qualname}")
+    return Target(loc.file, loc.qualname, loc.fn, loc.source, tmp_path, None)  # type: ignore[arg-type]
+
+
+def by_name(target: Target) -> dict[str, str]:
+    return {r.name: r.code for r in rewrites(target)}
+
+
+MODULE = '''
+import re
+
+KINDS = ["a", "b"]
+FROZEN = ("x", "y")
+
+
+def scan(rows, out):
+    """Docstring first."""
+    total = 0
+    for row in rows:  # a comment that stays
+        if row["kind"] in KINDS and re.match(r"^\\w+$", row["name"]):
+            out.append(len(row["name"]))
+        total += abs(row["n"]) if row["kind"] not in FROZEN else 0
+    return total
+'''
+
+
+def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Path) -> None:
+    found = by_name(target_in(tmp_path, MODULE, "scan"))
+    assert set(found) == {*REWRITES, ", ".join(REWRITES)}
+    for name, code in found.items():
+        compile(code, name, "exec")
+        assert "# a comment that stays" in code and '"""Docstring first."""' in code, name
+    regex = found["regexes compiled once at module level"]
+    assert 'redline_re_0 = re.compile(r"^\\w+$")' in regex and "redline_re_0.match(row[\"name\"])" in regex
+    sets = found["membership in constant lists as frozensets"]
+    assert "_KINDS_set = frozenset(KINDS)" in sets and "_FROZEN_set = frozenset(FROZEN)" in sets
+    assert "row[\"kind\"] not in _FROZEN_set" in sets
+    hoisted = found["bound methods read once above loops"]
+    assert "    _out_append = out.append\n    for row in rows:" in hoisted and "_out_append(len(" in hoisted
+    local = found["lookups bound to locals in loops"]
+    assert '    """Docstring first."""\n    _FROZEN = FROZEN\n    _KINDS = KINDS\n' in local and "_abs(row" in local
+
+
+@pytest.mark.parametrize("source, absent", [
+    # A function that rebinds a global: its value can change mid-loop.
+    ("N = 1\ndef f(xs):\n    global N\n    for x in xs:\n        N = len(x)\n", "lookups bound to locals in loops"),
+    # A constant list the module appends to is not constant.
+    ("KS = ['a']\nKS.append('b')\ndef f(xs):\n    return [x for x in xs if x in KS]\n",
+     "membership in constant lists as frozensets"),
+    # Defined below the target: the frozenset could not be built above it.
+    ("def f(xs):\n    return [x for x in xs if x in KS]\nKS = ['a']\n", "membership in constant lists as frozensets"),
+    # A positional third argument to re.match is its flags; the pattern's match would read it as a position.
+    ("import re\ndef f(xs):\n    return [re.match('a', x, 0) for x in xs]\n", "regexes compiled once at module level"),
+    # The loop rebinds the name whose method it calls.
+    ("def f(xs):\n    out = []\n    for x in xs:\n        out = out + [x]\n        out.append(x)\n    return out\n",
+     "bound methods read once above loops"),
+    # Nowhere to put a line above the body.
+    ("def f(xs): return [len(x) for x in xs]\n", "lookups bound to locals in loops"),
+])
+def test_rewrites_stay_away_from_code_they_would_change(tmp_path: Path, source: str, absent: str) -> None:
+    found = by_name(target_in(tmp_path, source, "f"))
+    assert absent not in found
+    for code in found.values():
+        ast.parse(code)
+
+
+def optimise(tmp_path: Path, workload: str, qualname: str, *args: str) -> tuple[dict, str]:
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(WORKLOADS / workload, work / workload)
+    report = tmp_path / "report.json"
+    run = redline("optimise", f"{workload}::{qualname}", "--json", str(report), *args, cwd=work)
+    assert report.exists(), run.stdout[-2000:] + run.stderr[-2000:]
+    return json.loads(report.read_text()), run.stdout
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem + "_loaded", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_plain_python_rewrites_win_offline_and_apply(tmp_path: Path) -> None:
+    original = load(WORKLOADS / "plain_records.py")
+    doc, out = optimise(tmp_path, "plain_records.py", "parse_errors", "--builtin", "ruff-fixes,python-rewrites",
+                        "--budget", "8", "--apply")
+    winner = doc["winner"]
+    assert winner is not None, out
+    won = next(c for c in doc["candidates"] if c["id"] == winner["id"])
+    assert won["origin"] in ("builtin:python-rewrites", "builtin:ruff-fixes")
+    assert winner["speedup_ci95"][0] > 1.05, winner
+    assert {u["name"]: u["proposed"] for u in doc["proposers"]}["python-rewrites"] >= 2
+    assert "proposers: ruff-fixes " in out and "python-rewrites " in out
+    # Applied: the file now holds the rewrite, and it gives the original's results.
+    applied = load(tmp_path / "work" / "plain_records.py")
+    assert "redline_re_0" in (tmp_path / "work" / "plain_records.py").read_text() or "ruff" in won["origin"]
+    for seed in (1, 2):
+        assert applied.parse_errors(*original.make_inputs(seed)) == original.parse_errors(*original.make_inputs(seed))
+
+
+@pytest.mark.slow
+def test_an_unsafe_fix_wrong_for_this_code_is_rejected_and_the_dead_end_says_what_next(tmp_path: Path) -> None:
+    doc, out = optimise(tmp_path, "plain_ties.py", "latest", "--budget", "6")
+    ruff = [c for c in doc["candidates"] if c["origin"] == "builtin:ruff-fixes"]
+    furb = [c for c in ruff if "FURB192" in c["approach"]]
+    assert furb and all(c["status"] == "incorrect" for c in furb), [(c["approach"], c["status"]) for c in ruff]
+    assert doc["winner"] is None
+    uses = {u["name"]: u for u in doc["proposers"]}
+    assert uses["numba"]["skipped"] == "the function has no loop to compile"
+    assert uses["torch.compile"]["skipped"] == "the module does not use torch"
+    assert uses["python-rewrites"]["skipped"] == "none of its rewrites applies to this function"
+    assert not any(c["status"] == "crashed" for c in doc["candidates"])
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("to go further, give an LLM endpoint") and "--candidates DIR" in last
+
+
+def test_an_unknown_builtin_proposer_is_one_clear_error(tmp_path: Path) -> None:
+    shutil.copy(WORKLOADS / "plain_ties.py", tmp_path / "plain_ties.py")
+    run = redline("optimise", "plain_ties.py::latest", "--builtin", "ruff-fixes,nope", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "unknown built-in proposer nope; they are numba, ruff-fixes, python-rewrites" in run.stderr
