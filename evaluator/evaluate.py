@@ -287,6 +287,8 @@ class Evaluator:
         """Triton kernels on the CPU run in Triton's interpreter (set before triton is imported); thread
         pools sized to the free cores on a busy machine."""
         env = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
+        # A Cython candidate that cannot build raises in the sandbox instead of running as plain Python.
+        env["REDLINE_CYTHON_STRICT"] = "1"
         if self.settings.device == "cpu" and ("triton" in self.target.source or "triton" in (candidate or "")):
             env["TRITON_INTERPRET"] = "1"
         return env

@@ -27,7 +27,7 @@ from .progress import (
     VersusCompile,
     silent,
 )
-from .proposers import Context, Proposal, Proposer, hot_lines, hotspot_note
+from .proposers import Context, NotApplicable, Proposal, Proposer, hot_lines, hotspot_note
 from .proposers.builtin import torch_compile_code
 from .report import RunLog, id_order, interval, unified_diff
 from .specialise import guarded
@@ -257,6 +257,9 @@ class Search:
                 continue
             try:
                 found = p.propose(ctx)
+            except NotApplicable as exc:
+                use.skipped = str(exc)
+                continue
             except Exception as exc:  # one proposer failing must not end the run
                 self.notes.append(f"{p.name} failed in round {round_}: {exc}")
                 self.say(ProposerFailed(p.name, str(exc)))

@@ -7,14 +7,19 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from helpers import redline
+from redline.evaluator.proposers import Context
+from redline.evaluator.proposers.compiled import CythonProposer
 from redline.evaluator.proposers.rewrites import REWRITES, rewrites
-from redline.evaluator.target import Target, locate
+from redline.evaluator.target import Target, apply_candidate, locate
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 
@@ -146,3 +151,81 @@ def test_an_unknown_builtin_proposer_is_one_clear_error(tmp_path: Path) -> None:
     run = redline("optimise", "plain_ties.py::latest", "--builtin", "ruff-fixes,nope", cwd=tmp_path)
     assert run.returncode == 2
     assert "unknown built-in proposer nope; they are numba, ruff-fixes, python-rewrites" in run.stderr
+
+
+def compiled_candidates(doc: dict) -> list[dict]:
+    return [c for c in doc["candidates"] if c["origin"] == "builtin:cython"]
+
+
+def run_applied(tmp_path: Path, target: Target, code: str, call: str) -> str:
+    """The candidate written into a copy of the module, imported in a fresh interpreter with its own
+    Cython cache; prints what `call` prints."""
+    work = tmp_path / "applied"
+    work.mkdir()
+    (work / target.file.name).write_text(apply_candidate(target, code))
+    env = {**os.environ, "REDLINE_CYTHON_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c",
+                           f"import {target.file.stem} as m\n{call}"], cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_a_function_compiled_with_cython_is_verified_and_the_edit_compiles_it_where_it_runs(tmp_path: Path) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "score", "--builtin", "cython", "--budget", "2")
+    cands = compiled_candidates(doc)
+    assert [c["approach"].split(";")[0] for c in cands] == ["compiled with Cython", "compiled with Cython with words: list"]
+    assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
+    assert "needs Cython and a C compiler where it runs" in cands[0]["approach"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", "score")
+    printed = run_applied(tmp_path, target, cands[0]["code"], "w = m.make_inputs(3)\nprint(m.score(*w))\n"
+                          "print(type(m.score.compiled).__name__)")
+    original = load(WORKLOADS / "plain_checksum.py")
+    assert printed.split() == [str(original.score(*original.make_inputs(3))), "cython_function_or_method"]
+
+
+@pytest.mark.slow
+def test_a_compiled_method_keeps_its_private_names_and_replaces_itself_in_its_class(tmp_path: Path) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "Tokeniser.split", "--builtin", "cython", "--budget", "1",
+                      "--inputs", "plain_checksum.py::make_split_inputs")
+    (cand,) = compiled_candidates(doc)
+    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Tokeniser.split")
+    printed = run_applied(tmp_path, target, cand["code"], "t = m.Tokeniser()\nprint(t.split('ab cd, e'))\n"
+                          "print(t._Tokeniser__words, type(vars(m.Tokeniser)['split']).__name__)")
+    assert printed.split("\n")[:2] == ["['ab', 'cd', 'e']", "3 cython_function_or_method"]
+
+
+@pytest.mark.slow
+def test_a_typed_variant_cython_rejects_is_not_proposed(tmp_path: Path) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "scaled", "--builtin", "cython", "--budget", "2",
+                      "--inputs", "plain_checksum.py::make_scaled_inputs")
+    assert [c["approach"].split(";")[0] for c in compiled_candidates(doc)] == ["compiled with Cython"]
+    assert {u["name"]: u["proposed"] for u in doc["proposers"]} == {"cython": 1}
+
+
+def test_cython_is_skipped_with_its_reason_where_it_cannot_stand_in(tmp_path: Path) -> None:
+    cases = {
+        "import functools\n@functools.cache\ndef f(x):\n    return x\n": "a decorated function",
+        "N = 0\ndef f(x):\n    global N\n    N += x\n": "it rebinds globals",
+        "class A:\n    def f(self):\n        return super().f()\n": "it uses zero-argument super()",
+        "N = 0\ndef bump():\n    global N\n    N += 1\ndef f(x):\n    return x + N\n": "it reads N, which the module",
+    }
+    for source, reason in cases.items():
+        qualname = "A.f" if "class A" in source else "f"
+        skipped = CythonProposer().skip(Context(target=target_in(tmp_path, source, qualname), round=1))
+        assert skipped is not None and skipped.startswith(reason), (source, skipped)
+
+
+def test_without_a_c_compiler_cython_is_skipped_and_says_so(tmp_path: Path) -> None:
+    shutil.copy(WORKLOADS / "plain_checksum.py", tmp_path / "plain_checksum.py")
+    report = tmp_path / "r.json"
+    redline("optimise", "plain_checksum.py::score", "--builtin", "cython", "--json", str(report), cwd=tmp_path,
+            env={**os.environ, "CC": "/nonexistent/cc"})
+    (use,) = json.loads(report.read_text())["proposers"]
+    assert use == {"name": "cython", "proposed": 0, "skipped": "no C compiler (set CC, or install gcc)"}
+
+
+def locate_target(file: Path, qualname: str) -> Target:
+    loc = locate(f"{file}::{qualname}")
+    return Target(loc.file, loc.qualname, loc.fn, loc.source, file.parent, None)  # type: ignore[arg-type]

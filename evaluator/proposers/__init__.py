@@ -39,6 +39,11 @@ class Context:
     hot_lines: dict[int, float] = field(default_factory=dict)  # the file's line -> its share of the profile
 
 
+class NotApplicable(Exception):
+    """Raised by propose(): none of the proposer's candidates can be built for this target; the message
+    says why (recorded as the proposer's skip reason, not as a failure)."""
+
+
 class Proposer:
     name = "proposer"
     # Its prompts show Nsight Compute's profiles of the candidates so far: then each leading verified CUDA

@@ -405,8 +405,9 @@ def builtin_proposers() -> list[Proposer]:
     # before torch.compile: offered only where the code has one, and then usually the larger step.
     # (Each proposer's rank moves it by what the target's profile says: see Proposer.rank.)
     # Plain Python's rewrites after numba: where numba applies it is the larger step.
+    from .compiled import CythonProposer
     from .lint import RuffFixProposer
     from .rewrites import PlainPythonProposer
 
-    return [NumbaProposer(), RuffFixProposer(), PlainPythonProposer(), TritonConfigProposer(), IdiomProposer(),
-            TritonTemplateProposer(), TorchCompileProposer(), CudaGraphProposer()]
+    return [NumbaProposer(), RuffFixProposer(), PlainPythonProposer(), CythonProposer(), TritonConfigProposer(),
+            IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(), CudaGraphProposer()]

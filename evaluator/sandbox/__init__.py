@@ -45,10 +45,11 @@ class WorkerTimeout(Exception):
 
 
 def compiler_caches(root: str) -> dict[str, str]:
-    """The environment that puts inductor's, Triton's (with its autotuners' choices) and torch's inline
-    extensions' build caches under `root`."""
+    """The environment that puts inductor's, Triton's (with its autotuners' choices), torch's inline
+    extensions' and the Cython proposer's build caches under `root`."""
     return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"), "TRITON_CACHE_DIR": os.path.join(root, "triton"),
-            "TRITON_CACHE_AUTOTUNING": "1", "TORCH_EXTENSIONS_DIR": os.path.join(root, "torch_extensions")}
+            "TRITON_CACHE_AUTOTUNING": "1", "TORCH_EXTENSIONS_DIR": os.path.join(root, "torch_extensions"),
+            "REDLINE_CYTHON_CACHE": os.path.join(root, "cython")}
 
 
 def clean_env(extra: dict[str, str] | None = None, scratch: str = "/tmp") -> dict[str, str]:

@@ -1,0 +1,59 @@
+"""Plain Python that Cython speeds up unchanged: a character loop over dict lookups, and a method
+that keeps private (name-mangled) state."""
+
+import random
+
+WEIGHTS = {c: i % 7 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+
+
+def score(words):
+    """A checksum of the words' letters."""
+    total = 0
+    for w in words:
+        for ch in w:
+            total += WEIGHTS.get(ch, 1) * 31 % 7
+    return total
+
+
+def scaled(x, factor):
+    """`x` times `factor`; no factor is 1 (the typed variant cannot hold None in a double)."""
+    if factor < 0:
+        factor = None
+    return x * (1.0 if factor is None else factor)
+
+
+class Tokeniser:
+    def __init__(self):
+        self.__words = 0
+
+    def split(self, text):
+        out = []
+        word = []
+        for ch in text:
+            if ch.isalnum():
+                word.append(ch)
+            elif word:
+                out.append("".join(word))
+                word = []
+                self.__words += 1
+        if word:
+            out.append("".join(word))
+            self.__words += 1
+        return out
+
+
+def make_inputs(seed):
+    rnd = random.Random(seed)
+    return (["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(1, 12)))
+             for _ in range(3000)],)
+
+
+def make_split_inputs(seed):
+    rnd = random.Random(seed)
+    text = " ".join("".join(rnd.choice("abcdefg1,.") for _ in range(rnd.randint(1, 9))) for _ in range(800))
+    return Tokeniser(), text
+
+
+def make_scaled_inputs(seed):
+    rnd = random.Random(seed)
+    return rnd.uniform(-5, 5), rnd.choice([2.5, -1.0, 0.5])
