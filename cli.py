@@ -24,8 +24,20 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--subprocesses", action="store_true", help="also sample child processes")
     pr.add_argument("--native", action="store_true", help="include native (C/C++) frames")
     pr.add_argument("--idle", action="store_true", help="include idle (waiting) threads")
+    pr.add_argument("--nonblocking", action="store_true",
+                    help="sample without pausing the program (less overhead; stacks may be torn)")
+    pr.add_argument("--pid", type=int, default=None, help="attach to this running Python process instead of "
+                    "starting CMD; stops on Ctrl-C or after --duration")
+    pr.add_argument("--duration", type=float, default=None, help="with --pid: seconds to sample (default: until Ctrl-C)")
     pr.add_argument("--top", type=int, default=10)
     pr.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+    df = sub.add_parser("diff", help="compare two profiles function by function")
+    df.add_argument("before", type=Path, help="the trace before the change")
+    df.add_argument("after", type=Path, help="the trace after it")
+    df.add_argument("--root", type=Path, default=Path("."), help="workspace root that trace paths map onto")
+    df.add_argument("--top", type=int, default=20)
+    df.add_argument("--json", action="store_true", help="print the diff JSON (docs/formats.md)")
 
     hs = sub.add_parser("hotspots", help="print the hot functions of one or more traces")
     hs.add_argument("traces", nargs="+", type=Path)
@@ -92,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = {"profile": _profile, "hotspots": _hotspots, "optimise": _optimise, "optimize": _optimise,
-               "capture": _capture, "serve": _serve, "mcp": _mcp, "demo": _demo}[args.command]
+               "capture": _capture, "serve": _serve, "mcp": _mcp, "demo": _demo, "diff": _diff}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -102,23 +114,37 @@ def main(argv: list[str] | None = None) -> int:
 
 def _profile(args: argparse.Namespace) -> int:
     from .profilers import ParseError
-    from .profilers.record import RecordError, default_output, record
+    from .profilers.record import AttachError, RecordError, Sampling, attach, default_output, record
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        print("redline profile: give the command after --, e.g. redline profile -- python app.py", file=sys.stderr)
+    if bool(cmd) == (args.pid is not None):
+        print("redline profile: give the command after -- (redline profile -- python app.py) or a running "
+              "process's --pid, not both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.duration is not None and args.pid is None:
+        print("redline profile: --duration is for --pid (a started command is sampled until it ends)", file=sys.stderr)
         return EXIT_USAGE
     out = args.output or default_output(args.format, Path.cwd())
+    how = Sampling(fmt=args.format, rate=args.rate, subprocesses=args.subprocesses, native=args.native,
+                   idle=args.idle, nonblocking=args.nonblocking)
     try:
-        rc = record(cmd, out, fmt=args.format, rate=args.rate, subprocesses=args.subprocesses, native=args.native,
-                    idle=args.idle)
+        if args.pid is not None:
+            print(f"sampling process {args.pid}" + (f" for {args.duration:g} s" if args.duration else
+                                                    " until Ctrl-C"), file=sys.stderr)
+            rc = attach(args.pid, out, how, args.duration)
+        else:
+            rc = record(cmd, out, how)
+    except AttachError as exc:
+        print(f"redline profile: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except RecordError as exc:
         print(f"redline profile: {exc}", file=sys.stderr)
         return EXIT_INFRA
     print(f"trace written to {out}")
     from .evaluator.inputs.store import remember_profile
 
-    remember_profile(Path.cwd(), cmd, out)
+    if cmd:
+        remember_profile(Path.cwd(), cmd, out)
     try:
         _print_table([out], Path.cwd(), args.top)
     except ParseError as exc:
@@ -195,6 +221,19 @@ def _hotspots(args: argparse.Namespace) -> int:
     except ParseError as exc:
         print(f"redline hotspots: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    return EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .profilers import ParseError
+    from .profilers.diff import diff, render
+
+    try:
+        doc = diff([args.before], [args.after], args.root, args.top)
+    except ParseError as exc:
+        print(f"redline diff: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(doc.model_dump_json(indent=2) if args.json else render(doc))
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import load_target
 from redline.profilers import report as hotspot_report
-from redline.profilers.record import RecordError, record
+from redline.profilers.record import RecordError, Sampling, record
 
 from .render import Progress, print_summary
 
@@ -26,7 +26,7 @@ def run_demo(workdir: Path | None = None) -> int:
     print(f"1. profiling the example with py-spy ({work / 'app.py'})")
     trace = work / ".redline" / "demo.speedscope.json"
     try:
-        rc = record([sys.executable, str(work / "app.py")], trace, rate=200)
+        rc = record([sys.executable, str(work / "app.py")], trace, Sampling(rate=200))
     except RecordError as exc:
         print(f"redline demo: {exc}", file=sys.stderr)
         return 3

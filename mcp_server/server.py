@@ -29,7 +29,7 @@ from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.target import TargetError, load_target
 from redline.profilers import ParseError
 from redline.profilers import report as hotspot_report
-from redline.profilers.record import RecordError, record
+from redline.profilers.record import RecordError, Sampling, record
 
 ANSWER_TIMEOUT_S = 600.0
 """How long a run waits for the client's model to answer its prompts before it is cancelled."""
@@ -128,6 +128,19 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
         return doc.model_dump(mode="json")
 
     @server.tool()
+    def diff(before: str, after: str, workspace_root: str = "", top: int = 20) -> dict[str, Any]:
+        """Two traces of one program compared function by function (the JSON of `redline diff --json`):
+        each function's self and total share before and after, the change, and what vanished or appeared,
+        largest self change first."""
+        from redline.profilers.diff import diff as profile_diff
+
+        try:
+            doc = profile_diff([resolve(before)], [resolve(after)], resolve(workspace_root or str(root)), top)
+        except ParseError as exc:
+            raise ToolError(str(exc))
+        return doc.model_dump(mode="json")
+
+    @server.tool()
     async def profile(command: list[str], output: str = "", format: Literal["speedscope", "raw"] = "speedscope",
                       subprocesses: bool = False, top: int = 10) -> dict[str, Any]:
         """Record a command with py-spy; returns the trace path, the command's exit code and its top hotspots."""
@@ -136,7 +149,7 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
         out = resolve(output) if output else root / ".redline" / ("mcp-profile.speedscope.json" if format == "speedscope"
                                                                   else "mcp-profile.txt")
         try:
-            rc = await anyio.to_thread.run_sync(lambda: record(command, out, fmt=format, subprocesses=subprocesses,
+            rc = await anyio.to_thread.run_sync(lambda: record(command, out, Sampling(fmt=format, subprocesses=subprocesses),
                                                                             stdio_to_stderr=True))
             remember_profile(root, command, out)
             doc = hotspot_report([out], root, top)

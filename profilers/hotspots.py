@@ -66,9 +66,13 @@ class Resolver:
         if path is not None and frame.kind in ("python", "kernel"):
             fns = functions_in(path)
             fn = enclosing(fns, frame.line) if frame.line else None
-            if fn is None or (frame.name not in ("<module>",) and fn.name != frame.name.rsplit(".", 1)[-1]
-                              and frame.line is None):
-                fn = by_name(fns, frame.name) if frame.name != "<module>" else None
+            short = frame.name.rsplit(".", 1)[-1]
+            if fn is None and frame.name != "<module>":
+                fn = by_name(fns, frame.name)
+            elif fn is not None and not short.startswith("<") and fn.name != short:
+                # The line is in another function: the file changed since the trace was recorded (an
+                # older trace of an edited file). The function the frame names, where it is now.
+                fn = by_name(fns, frame.name) or fn
             if fn is not None:
                 return Place(self.ws.display(path), fn.qualname, fn.line, fn.end_line, in_ws)
             line = frame.line or 1

@@ -7,12 +7,38 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 class RecordError(Exception):
     """py-spy is missing or could not sample the command."""
+
+
+class AttachError(RecordError):
+    """The process to attach to does not exist, or redline may not read it; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How py-spy samples. Blocking by default: py-spy pauses the process for each sample, so a stack is
+    never read while the program changes it (a torn stack puts time under a caller that never called
+    it); `nonblocking` samples without pausing, for programs that must not be paused."""
+
+    fmt: str = "speedscope"
+    rate: int = 100
+    subprocesses: bool = False
+    native: bool = False
+    idle: bool = False
+    nonblocking: bool = False
+
+    def args(self, exe: str, pid: int, output: Path) -> list[str]:
+        args = [exe, "record", "--pid", str(pid), "--output", str(output), "--format", self.fmt, "--rate",
+                str(self.rate)]
+        flags = {"--subprocesses": self.subprocesses, "--native": self.native, "--idle": self.idle,
+                 "--nonblocking": self.nonblocking}
+        return args + [flag for flag, on in flags.items() if on]
 
 
 def py_spy() -> str:
@@ -52,8 +78,7 @@ def default_output(fmt: str, root: Path) -> Path:
     return redline_dir(root) / f"profile-{stamp}.{ext}"
 
 
-def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 100, subprocesses: bool = False,
-           native: bool = False, idle: bool = False, stdio_to_stderr: bool = False) -> int:
+def record(cmd: list[str], output: Path, how: Sampling = Sampling(), stdio_to_stderr: bool = False) -> int:
     """Run `cmd` under py-spy and write the trace to `output`; returns the command's exit status.
 
     The command is started by redline and py-spy attaches to it by pid, so the command's own
@@ -67,14 +92,7 @@ def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 10
         child = subprocess.Popen(cmd, **child_stdio(stdio_to_stderr))
     except OSError as exc:
         raise RecordError(f"cannot start {cmd[0]}: {exc.strerror}")
-    args = [exe, "record", "--pid", str(child.pid), "--output", str(output), "--format", fmt, "--rate", str(rate),
-            "--nonblocking"]
-    if subprocesses:
-        args.append("--subprocesses")
-    if native:
-        args.append("--native")
-    if idle:
-        args.append("--idle")
+    args = how.args(exe, child.pid, output)
     sampler_rc, err = 0, b""
     for _ in range(20):  # the interpreter may not be initialised yet when py-spy first looks
         sampler = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -89,3 +107,55 @@ def record(cmd: list[str], output: Path, fmt: str = "speedscope", rate: int = 10
         raise RecordError(f"py-spy wrote no trace (exit {sampler_rc}: {msg[0]})")
     return rc if rc >= 0 else 128 - rc
 
+
+
+# What py-spy prints (any case) when the kernel refuses it the process's memory.
+_DENIED = ("permission denied", "operation not permitted")
+
+
+def attach(pid: int, output: Path, how: Sampling = Sampling(), duration: float | None = None) -> int:
+    """Sample the running process `pid` into `output` until Ctrl-C or `duration` seconds; returns 0.
+
+    Ctrl-C reaches py-spy too (one process group), which then writes what it sampled; this waits for it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        raise AttachError(f"no process {pid}")
+    except PermissionError:
+        pass  # another user's: py-spy says whether it may read it
+    exe = py_spy()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    args = how.args(exe, pid, output)
+    if duration is not None:
+        args += ["--duration", str(max(1, round(duration)))]
+    sampler = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    assert sampler.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in sampler.stdout:  # py-spy's own progress ("py-spy> Sampling process ...") as it comes
+            lines.append(line)
+            if line.startswith("py-spy>"):
+                print(line, end="", file=sys.stderr, flush=True)
+        sampler.wait()
+    except KeyboardInterrupt:  # py-spy has it too: it writes what it sampled
+        lines += sampler.stdout.readlines()
+        sampler.wait()
+    text = "".join(lines)
+    if any(marker in text.lower() for marker in _DENIED):
+        raise AttachError(attach_denied(pid))
+    if not output.exists():
+        first = next((line.strip() for line in lines if line.startswith("Error")), text.strip()[-200:] or "no output")
+        raise RecordError(f"py-spy wrote no trace for process {pid} (exit {sampler.returncode}: {first})")
+    return 0
+
+
+def attach_denied(pid: int) -> str:
+    """Why reading another process is refused here, and the ways to allow it."""
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    level = scope.read_text().strip() if scope.exists() else ""
+    fixes = ["run redline as root (sudo env \"PATH=$PATH\" redline profile --pid ...)"]
+    if level and level != "0":
+        fixes.append(f"allow reading your own processes: echo 0 | sudo tee {scope} (it is {level})")
+    fixes.append("in a container, start it with --cap-add SYS_PTRACE (docker) or the SYS_PTRACE capability "
+                 "(Kubernetes securityContext)")
+    return f"not allowed to read process {pid}'s memory; " + "; or ".join(fixes)

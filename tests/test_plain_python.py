@@ -150,7 +150,7 @@ def test_an_unknown_builtin_proposer_is_one_clear_error(tmp_path: Path) -> None:
     shutil.copy(WORKLOADS / "plain_ties.py", tmp_path / "plain_ties.py")
     run = redline("optimise", "plain_ties.py::latest", "--builtin", "ruff-fixes,nope", cwd=tmp_path)
     assert run.returncode == 2
-    assert "unknown built-in proposer nope; they are numba, ruff-fixes, python-rewrites" in run.stderr
+    assert "unknown built-in proposer nope; they are numba, triton-config, idioms" in run.stderr
 
 
 def compiled_candidates(doc: dict) -> list[dict]:

@@ -404,10 +404,11 @@ def builtin_proposers() -> list[Proposer]:
     # The Triton search first: it is cheap to build and aimed at the kernel the user wrote; the idioms
     # before torch.compile: offered only where the code has one, and then usually the larger step.
     # (Each proposer's rank moves it by what the target's profile says: see Proposer.rank.)
-    # Plain Python's rewrites after numba: where numba applies it is the larger step.
+    # Plain Python's proposers last: where numba or the torch proposers apply, theirs is the larger step
+    # (and a small budget reaches it first); on plain Python those are skipped.
     from .compiled import CythonProposer
     from .lint import RuffFixProposer
     from .rewrites import PlainPythonProposer
 
-    return [NumbaProposer(), RuffFixProposer(), PlainPythonProposer(), CythonProposer(), TritonConfigProposer(),
-            IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(), CudaGraphProposer()]
+    return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(),
+            CudaGraphProposer(), RuffFixProposer(), PlainPythonProposer(), CythonProposer()]
