@@ -3,6 +3,7 @@ load, stacks sampled by default are consistent, and `redline diff` compares two 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from helpers import redline
-
 from redline.profilers import report
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
@@ -157,7 +157,7 @@ def test_stacks_sampled_by_default_are_consistent(tmp_path: Path) -> None:
         names = [f.split(" (")[0] for f in frames]
         for name in set(names):
             inclusive[name] += n
-        for parent, child in zip(names, names[1:]):
+        for parent, child in itertools.pairwise(names):
             if parent != child:
                 callers[child].add(parent)
     # A function with one caller is not on more samples than that caller (give or take the rare torn one).
