@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--stdio", action="store_true", help="use stdio (the only transport; accepted because LSP clients pass it)")
     mc = sub.add_parser("mcp", help="MCP server on stdio: hotspots and verified optimisation as tools for agents")
     mc.add_argument("--root", type=Path, default=Path("."), help="workspace root (default: the current directory)")
+    dr = sub.add_parser("doctor", help="check what this machine gives redline, and how to fix what is missing")
+    dr.add_argument("--json", action="store_true", help="print the checks as JSON")
+
     dm = sub.add_parser("demo", help="profile, show hotspots and optimise the bundled example, offline")
     dm.add_argument("--workdir", type=Path, default=None, help="where to copy the example (default a temp dir)")
     return p
@@ -104,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = {"profile": _profile, "hotspots": _hotspots, "optimise": _optimise, "optimize": _optimise,
-               "capture": _capture, "serve": _serve, "mcp": _mcp, "demo": _demo, "diff": _diff}[args.command]
+               "capture": _capture, "serve": _serve, "mcp": _mcp, "demo": _demo, "diff": _diff,
+               "doctor": _doctor}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -222,6 +226,12 @@ def _hotspots(args: argparse.Namespace) -> int:
         print(f"redline hotspots: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .commands.doctor import main as doctor
+
+    return doctor(args.json)
 
 
 def _diff(args: argparse.Namespace) -> int:

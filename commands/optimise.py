@@ -16,6 +16,7 @@ from redline.evaluator.apply import ApplyRefused, apply_winner
 from redline.evaluator.backends import ClusterError
 from redline.evaluator.models import Report, Stopped, TargetInfo
 from redline.evaluator.run import LLMOptions, NoProposer, RunOptions, execute
+from redline.evaluator.sandbox import isolation_line
 from redline.evaluator.target import Target, TargetError, UnsupportedTarget, load_target
 from redline.profilers import Hotspot
 
@@ -97,6 +98,7 @@ def run_optimise(args: argparse.Namespace) -> int:
     except TargetError as exc:
         return stopped(args, target, exc)
     print(f"optimising {target.qualname} in {target.file} (lines {target.fn.line}-{target.fn.end_line})", file=sys.stderr)
+    print(isolation_line(opts.backend), file=sys.stderr)
     cancel = threading.Event()
     try:
         with _ctrl_c_cancels(cancel):

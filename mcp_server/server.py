@@ -26,6 +26,7 @@ from redline.evaluator.inputs.store import StoreError, read_last_profile, rememb
 from redline.evaluator.progress import CandidateDone, Event, describe
 from redline.evaluator.proposers.llm import SYSTEM, AskingProposer
 from redline.evaluator.run import LLMOptions, RunOptions, execute
+from redline.evaluator.sandbox import isolation_line
 from redline.evaluator.target import TargetError, load_target
 from redline.profilers import ParseError
 from redline.profilers import report as hotspot_report
@@ -247,6 +248,7 @@ def _start(spec: str, ctx: Context, options: RunOptions, use_client_model: bool)
         if isinstance(event, CandidateDone):
             run.events.put(("progress", (float(event.tried), float(budget), describe(event, reason_chars=120))))
 
+    run.events.put(("progress", (0.0, float(budget), isolation_line(options.backend))))
     run.start(lambda: execute(target, options, progress, run.cancel, extra=extra))
     return run
 

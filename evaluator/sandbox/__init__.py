@@ -74,6 +74,16 @@ def bwrap_path() -> str | None:
     return path if probe.returncode == 0 else None
 
 
+def isolation_line(backend: str = "local") -> str:
+    """What a run says when it starts: the sandbox its candidates will run in."""
+    if backend == "ray":
+        return "sandbox: on the Ray cluster's workers (the report's `isolation` says which)"
+    if bwrap_path():
+        return "sandbox: bubblewrap (no network, own pid and mount namespaces, read-only filesystem)"
+    return ("sandbox: process isolation only, no bubblewrap here (candidates can reach the network and files); "
+            "`redline doctor` says how to fix it")
+
+
 def _descendants(pid: int) -> list[int]:
     """`pid` and every process below it, from /proc."""
     out: list[int] = []

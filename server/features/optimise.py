@@ -25,6 +25,7 @@ from redline.evaluator.progress import (
     describe,
 )
 from redline.evaluator.run import LLMOptions, RunOptions, execute
+from redline.evaluator.sandbox import isolation_line
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
 from redline.profilers import Hotspot
 
@@ -110,6 +111,11 @@ class _Job:
                 return
         self.token = await ls.begin_progress(f"redline-optimise-{self.run_id}", f"redline: optimising {a.function}",
                                              self.cancel)
+        sandbox = await self.loop.run_in_executor(None, isolation_line, self.options.backend)
+        if self.token:
+            ls.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(message=sandbox))
+        if "process isolation only" in sandbox:
+            ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, f"redline: {sandbox}"))
         found = target
         try:
             report = await self.loop.run_in_executor(
