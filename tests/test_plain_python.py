@@ -132,7 +132,8 @@ def test_plain_python_rewrites_win_offline_and_apply(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_an_unsafe_fix_wrong_for_this_code_is_rejected_and_the_dead_end_says_what_next(tmp_path: Path) -> None:
-    doc, out = optimise(tmp_path, "plain_ties.py", "latest", "--budget", "6")
+    doc, out = optimise(tmp_path, "plain_ties.py", "latest", "--budget", "6", "--builtin",
+                        "numba,torch.compile,ruff-fixes,python-rewrites")
     ruff = [c for c in doc["candidates"] if c["origin"] == "builtin:ruff-fixes"]
     furb = [c for c in ruff if "FURB192" in c["approach"]]
     assert furb and all(c["status"] == "incorrect" for c in furb), [(c["approach"], c["status"]) for c in ruff]

@@ -46,11 +46,12 @@ class RunArgs(BaseModel):
     runId: str
 
 
-def run_options(settings: ServerSettings) -> RunOptions:
-    """The run the editor's settings ask for."""
+def run_options(settings: ServerSettings, root: Path) -> RunOptions:
+    """The run the editor's settings ask for (candidatesDir relative to the workspace `root`)."""
     s = settings
     return RunOptions(builtin=s.builtinProposers, llm=LLMOptions(base_url=s.llmBaseUrl, model=s.llmModel)
-                      if s.llmBaseUrl else None, device=s.device, candidate_timeout=s.candidateTimeout,
+                      if s.llmBaseUrl else None, candidates=root / s.candidatesDir if s.candidatesDir else None,
+                      device=s.device, candidate_timeout=s.candidateTimeout,
                       budget=s.budget, rounds=s.rounds, time_limit=s.timeLimit, backend=s.backend,
                       ray_address=s.rayAddress or None)
 
@@ -73,9 +74,12 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         capture = capture_command(ls, a.function)
     except TargetError as exc:
         raise CommandError(str(exc))
-    options = run_options(ls.settings)
-    if not options.builtin and options.llm is None:
-        raise CommandError("no proposer: enable redline.builtinProposers or set redline.llmBaseUrl")
+    options = run_options(ls.settings, ls.store.root)
+    if not options.builtin and options.llm is None and options.candidates is None:
+        raise CommandError("no proposer: enable redline.builtinProposers, set redline.llmBaseUrl or "
+                           "redline.candidatesDir")
+    if options.candidates is not None and not options.candidates.is_dir():
+        raise CommandError(f"redline.candidatesDir: {options.candidates} is not a folder")
     spot = next((h for h in ls.store.for_path(Path(path)) if h.function == a.function), None)
     job = _Job(ls, a, spec, options, doc.version if doc is not None else None, spot)
     ls.background(job.run(target, capture))
@@ -138,9 +142,12 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
         summary = "cancelled; no verified winner" if cancelled else "no candidate was verified faster"
         if token:
             progress.end(token, lsp.WorkDoneProgressEnd(message=summary))
-        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, f"redline: {a.function}: {summary}"))
         ls.protocol.notify("redline/runFinished", {"runId": run_id, "uri": a.uri, "function": a.function,
                                                    "winner": None, "report": report.model_dump(mode="json")})
+        if cancelled:
+            ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, f"redline: {a.function}: {summary}"))
+        else:
+            await dead_end(ls, a.function, report)
         return
     winner_code = next(c.code for c in report.candidates if c.id == w.id)
     new_source = apply_candidate(target, winner_code)
@@ -169,6 +176,35 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
         uri = from_fs_path(str(diff_path))
         if uri:
             await ls.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+
+
+# The next steps a run without a winner offers: the button, and the setting it opens.
+NEXT_STEPS = {"llm": ("Set an LLM endpoint", "redline.llmBaseUrl"),
+              "files": ("Use candidate files", "redline.candidatesDir")}
+
+
+async def dead_end(ls: RedlineServer, function: str, report: Report) -> None:
+    """A run with no winner says what was tried (each proposer's candidates, or why it was skipped) and
+    offers what else the user can do: buttons that open the LLM endpoint's or the candidate folder's
+    setting (`redline/openSetting`, which the VS Code extension opens; other clients read the text)."""
+    counts: dict[str, int] = {}
+    for c in report.candidates:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    tried = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no candidate"
+    skipped = [f"{u.name} ({u.skipped})" for u in report.proposers if u.skipped]
+    steps = [NEXT_STEPS[name] for name in NEXT_STEPS if name not in {u.name for u in report.proposers}]
+    message = (f"redline: {function}: no candidate was verified faster ({tried})."
+               + (f" Not applicable here: {'; '.join(skipped)}." if skipped else "")
+               + (" Next: " + " or ".join(f"{label.lower()} ({setting})" for label, setting in steps) + "."
+                  if steps else ""))
+    if not steps:
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, message))
+        return
+    choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
+        type=lsp.MessageType.Info, message=message, actions=[lsp.MessageActionItem(label) for label, _ in steps]))
+    setting = next((s for label, s in steps if choice is not None and choice.title == label), None)
+    if setting is not None:
+        ls.protocol.notify("redline/openSetting", {"setting": setting})
 
 
 def _client_reviews(ls: RedlineServer) -> bool:

@@ -118,6 +118,10 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     running = Math.max(0, running - 1);
     refreshStatus();
   });
+  // A run without a winner offers the next step (an LLM endpoint, candidate files): its setting, opened.
+  client.onNotification("redline/openSetting", (p: { setting: string }) => {
+    void vscode.commands.executeCommand("workbench.action.openSettings", p.setting);
+  });
   await client.start();
 }
 
