@@ -16,12 +16,14 @@ import os
 import platform
 import shutil
 import socket
+import sys
 import tempfile
 import textwrap
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from .contention import pool_threads
@@ -81,6 +83,18 @@ def same_code(code: str, reference: str | None) -> bool:
     return ast.dump(a) == ast.dump(b)
 
 
+
+def program_python(target: Target) -> str | None:
+    """The interpreter of the program the target's calls were captured from, where it is not redline's
+    and still exists: the workers run with it, so the target imports what the program's environment
+    has (a package installed there only) at the program's Python version (cloudpickled code objects
+    are version-specific). The worker needs only the standard library (and cloudpickle, lent)."""
+    manifest = target.inputs.manifest
+    exe = manifest.interpreter if manifest is not None else ""
+    if not exe or exe == sys.executable or not os.access(exe, os.X_OK):
+        return None
+    return exe
+
 class Pair(Protocol):
     """Starts a fresh candidate worker and a fresh baseline worker; `first_seen`: the candidate's on a
     build of its own (see Evaluator._build)."""
@@ -97,7 +111,8 @@ class Evaluator:
         self.target = target
         self.settings = settings
         self.backend = backend or LocalBackend(settings.isolation)
-        self.python = python or default_python()
+        self.python = python or program_python(target) or default_python()
+        self._lent: list[str] = []  # folders appended to a foreign interpreter's path (see _lend)
         self.baseline_times: list[float] = []  # every baseline call timed by this evaluator
         self.inputs: list[str] = []
         self.hardware = ""
@@ -251,10 +266,25 @@ class Evaluator:
             # The module under the name the captured program knew it by: its pickled objects refer to it.
             module, sys_path = manifest.module, [manifest.import_root, *sys_path]
         return {"file": str(t.file), "qualname": t.qualname, "module": module, "sys_path": sys_path,
+                "fallback_path": self._lend(), "visible": [str(Path(self.python).parent.parent), *self._lend()],
                 "inputs": self.plan.worker_spec(), "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
                 **({"compile_cache": cache} if cache else {})}
+
+    def _lend(self) -> list[str]:
+        """For the program's own interpreter (program_python): a folder with redline's cloudpickle, which
+        captured calls may need to unpickle, at the end of its path (the program's own copy comes first)."""
+        if self.python == sys.executable or self._lent:
+            return self._lent
+        import cloudpickle
+
+        lib = os.path.join(self._cache_dir("lent"), "lib")
+        if not os.path.isdir(os.path.join(lib, "cloudpickle")):
+            shutil.copytree(os.path.dirname(cloudpickle.__file__), os.path.join(lib, "cloudpickle"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        self._lent = [lib]
+        return self._lent
 
     def _compile_cache(self, candidate: str | None) -> str:
         """The compiler cache of one trusted code (the target's, or one built-in variant's): shared by

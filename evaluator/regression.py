@@ -3,6 +3,7 @@ copy of the workspace with the winner applied, inside the sandbox."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -16,12 +17,29 @@ _IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "node_modules", ".redl
                                  ".ruff_cache", ".pytest_cache", "*.egg-info")
 
 
+def import_root(file: Path) -> Path:
+    """The folder `file`'s top package is imported from (its own folder for a plain module): the
+    project root in a flat layout, `src/` in a src layout."""
+    folder = file.parent
+    while (folder / "__init__.py").exists():
+        folder = folder.parent
+    return folder
+
+
+def import_name(file: Path) -> str:
+    """`file`'s module name as the program imports it, from its import root."""
+    parts = list(file.relative_to(import_root(file)).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def covering_tests(target: Target) -> list[Path]:
-    """Test files under the project that import the target's module."""
-    module = target.module_name
-    stem = module.rsplit(".", 1)[-1]
-    pattern = re.compile(rf"^\s*(from\s+{re.escape(module)}\s+import|import\s+{re.escape(module)}\b|"
-                         rf"from\s+{re.escape(stem)}\s+import|import\s+{re.escape(stem)}\b)", re.M)
+    """Test files under the project that import the target's module, or a package it is in (tests that
+    reach it through the package's own imports: `from mylib import parse`)."""
+    dotted = import_name(target.file)
+    parts = dotted.split(".")
+    names = {target.module_name, dotted, parts[-1], *(".".join(parts[:i]) for i in range(1, len(parts)))}
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"^\s*(from\s+({alternatives})\s+import|import\s+({alternatives})\b)", re.M)
     found = []
     for path in sorted(target.project_root.rglob("*.py")):
         rel = path.relative_to(target.project_root).parts
@@ -48,6 +66,12 @@ def run_regression(target: Target, new_source: str, backend: ExecutionBackend, p
     scratch = Path(tempfile.mkdtemp(prefix="redline-regress-"))
     try:
         copy = scratch / "workspace"
+        # The copy's own package first on the path: an installed copy of it (editable ones point at the
+        # workspace itself) would otherwise be what the tests import, and pass without the winner.
+        found = import_root(target.file)
+        root = copy / found.relative_to(target.project_root) if found.is_relative_to(target.project_root) else copy
+        command = ["env", f"PYTHONPATH={os.pathsep.join(p for p in (str(root), os.environ.get('PYTHONPATH')) if p)}",
+                   *command]
         shutil.copytree(target.project_root, copy, ignore=_IGNORE, symlinks=True)
         (copy / target.file.relative_to(target.project_root)).write_text(new_source)
         rc, out = backend.run(command, scratch, copy, python, limits, timeout)

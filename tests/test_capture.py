@@ -310,3 +310,30 @@ def test_an_iterator_class_of_the_program_is_not_replaced_under_capture(tmp_path
     cap = redline("capture", "--target", "lex.py::Lexer.token", "--", sys.executable, "lex.py", cwd=tmp_path)
     assert cap.returncode == 0, cap.stderr
     assert cap.stdout.startswith(plain.stdout) and "kept 64 of 630 calls" in cap.stdout, cap.stdout[-500:]
+
+
+def test_the_target_runs_with_the_programs_own_interpreter(tmp_path: Path) -> None:
+    """A package installed only in the program's venv: captured there, and optimise (run from redline's
+    own environment) loads the target with the program's interpreter, which has it."""
+    work = tmp_path / "work"
+    shutil.copytree(CAPTURED / "own_env", work)
+    (work / "redline.toml").write_text("")
+    env_dir = tmp_path / "program-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    site = next(env_dir.glob("lib/python3*/site-packages"))
+    (work / "onlyhere.py").rename(site / "onlyhere.py")  # installed there, and nowhere else
+    program_python = str(env_dir / "bin" / "python")
+    cap = redline("capture", "--target", "work.py::price", "--", program_python, "work.py", cwd=work)
+    assert cap.returncode == 0 and "kept 20 of 20 calls" in cap.stdout, cap.stdout + cap.stderr
+    m = json.loads((work / ".redline/inputs/work.price/manifest.json").read_text())
+    assert m["interpreter"] == program_python
+    with pytest.raises(ModuleNotFoundError):
+        __import__("onlyhere")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "copy.py").write_text("def price(items):\n    return [onlyhere.with_tax(amount) for amount in items]\n")
+    (cands / "wrong.py").write_text("def price(items):\n    return [round(amount * 1.25, 2) for amount in items]\n")
+    report = optimise(work, "work.py::price", cands, tmp_path / "r.json")
+    assert report["stopped"] is None and report["inputs"]["calls"] == 20
+    status = {c["origin"]: c["status"] for c in report["candidates"]}
+    assert status == {"file:copy.py": "not_faster", "file:wrong.py": "incorrect"}, report["candidates"]

@@ -192,6 +192,25 @@ def test_winner_that_breaks_the_projects_tests_is_not_offered(tmp_path: Path) ->
     assert "project tests" in res.stdout
 
 
+def test_project_tests_that_import_through_the_package_run_against_the_winner(tmp_path: Path) -> None:
+    """A src layout whose tests import the target through the package (`from mylib import affine`): they
+    are found, and they import the scratch copy with the winner in it, not the workspace's own files."""
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'mylib'\n")
+    write(tmp_path / "src" / "mylib" / "__init__.py", "from mylib.ops import affine\n")
+    write(tmp_path / "src" / "mylib" / "ops.py", REF)
+    write(tmp_path / "tests" / "test_ops.py", "from mylib import affine\n\ndef test_lists():\n"
+          "    assert list(affine([1.0, 2.0], [3.0, 4.0])) == [4.0, 9.0]\n")
+    write(tmp_path / "tests" / "conftest.py", "import sys\nfrom pathlib import Path\n\n"
+          "sys.path.append(str(Path(__file__).resolve().parents[1] / 'src'))  # last: a copy earlier on the path wins\n")
+    doc, res = optimise(tmp_path, f"{tmp_path / 'src' / 'mylib' / 'ops.py'}::affine", {"a_arrays_only.py": VECTOR})
+    (cand,) = doc["candidates"]
+    assert cand["status"] == "ok", cand["reason"]
+    # The arrays-only winner breaks the project's test of lists: caught, so nothing is offered.
+    assert doc["winner"] is None, doc["notes"]
+    (note,) = [n for n in doc["notes"] if "breaks the project's tests" in n]
+    assert note.startswith(f"{cand['id']} is faster but breaks") and "tests/test_ops.py" in note
+
+
 def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -> None:
     write(tmp_path / "m.py", REF)
     d = tmp_path / "cands"

@@ -228,7 +228,9 @@ def _write_store(t: CaptureTarget, processes: list[dict[str, Any]], calls: int, 
     manifest = Manifest(
         target=t.spec, file=str(t.file), qualname=t.qualname, module=module,
         import_root=str(_import_root(t.file, module)), command=list(cmd), cwd=str(cwd),
-        captured_at=started.isoformat(timespec="seconds"), python=platform.python_version(), exit_code=rc,
+        captured_at=started.isoformat(timespec="seconds"),
+        python=next((p["version"] for p in processes if p.get("version")), platform.python_version()),
+        interpreter=next((p["executable"] for p in processes if p.get("executable")), ""), exit_code=rc,
         processes=len(processes), calls_seen=sum(seen.values()), calls_examined=examined, calls_kept=len(chosen),
         signatures=[SignatureCount(signature=s, seen=n, kept=kept_by_sig.get(s, 0))
                     for s, n in sorted(seen.items(), key=lambda kv: -kv[1])],

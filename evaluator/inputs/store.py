@@ -60,7 +60,9 @@ class Manifest(_Model):
     command: list[str]
     cwd: str
     captured_at: str
-    python: str
+    python: str = Field(description="the program's Python version")
+    interpreter: str = Field("", description="the program's interpreter (sys.executable): the target's workers "
+                                             "run with it, so they import what the program's environment has")
     exit_code: int
     processes: int
     calls_seen: int = Field(description="calls of the target (estimated once it was called more than 4,096 times)")

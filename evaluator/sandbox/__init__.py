@@ -385,7 +385,8 @@ class LocalBackend(ExecutionBackend):
         read_fd, write_fd = os.pipe()
         spec = {**spec, "reply_fd": write_fd, "scratch": str(scratch)}
         stderr_path = scratch / ".stderr"
-        visible = {str(Path(p)) for p in spec.get("sys_path", [])} | {str(Path(spec["file"]).parent)}
+        visible = {str(Path(p)) for p in [*spec.get("sys_path", []), *spec.get("visible", [])]} | {
+            str(Path(spec["file"]).parent)}
         gpu = spec.get("device") == "cuda"
         # The compiler caches shared by the workers of one trusted code (the reference, a built-in
         # variant) or of one evaluation of a candidate (Evaluator._build), at one path, so what the

@@ -597,7 +597,8 @@ def _write() -> None:
         out = os.path.join(_PLAN["out"], _Flush.name)
         fd = os.open(out + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump({"pid": os.getpid(), "targets": recs}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump({"pid": os.getpid(), "targets": recs, "executable": sys.executable,
+                         "version": sys.version.split()[0]}, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(out + ".tmp", out)
 
 

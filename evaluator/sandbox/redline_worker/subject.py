@@ -143,6 +143,7 @@ class Subject:
         for p in reversed(spec["sys_path"]):
             if p not in sys.path:
                 sys.path.insert(0, p)
+        sys.path.extend(p for p in spec.get("fallback_path", []) if p not in sys.path)
         module = load_target_module(spec["file"], spec["module"])
         self.module = module
         qual = spec["qualname"]
