@@ -202,7 +202,7 @@ def test_project_tests_that_import_through_the_package_run_against_the_winner(tm
           "    assert list(affine([1.0, 2.0], [3.0, 4.0])) == [4.0, 9.0]\n")
     write(tmp_path / "tests" / "conftest.py", "import sys\nfrom pathlib import Path\n\n"
           "sys.path.append(str(Path(__file__).resolve().parents[1] / 'src'))  # last: a copy earlier on the path wins\n")
-    doc, res = optimise(tmp_path, f"{tmp_path / 'src' / 'mylib' / 'ops.py'}::affine", {"a_arrays_only.py": VECTOR})
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'src' / 'mylib' / 'ops.py'}::affine", {"a_arrays_only.py": VECTOR})
     (cand,) = doc["candidates"]
     assert cand["status"] == "ok", cand["reason"]
     # The arrays-only winner breaks the project's test of lists: caught, so nothing is offered.
