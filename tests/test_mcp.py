@@ -56,7 +56,7 @@ async def test_tools_hotspots_optimise_and_safe_apply(workspace: Path) -> None:
         assert not result.is_error, result.content
         report = data(result)
         assert report["winner"]["speedup"] > 5 and "numba" in report["winner"]["diff"]
-        assert progress and "tried" in (progress[0][2] or "")
+        assert progress[0][2].startswith("sandbox: ") and "tried" in (progress[1][2] or "")  # sandbox first, then candidates
         assert (workspace / "app.py").read_text() == (REPO / "examples" / "demo" / "app.py").read_text()
 
         runs = await client.read_resource("redline://runs")
