@@ -121,6 +121,27 @@ async def test_profile_loads_and_diagnostics_mark_the_hot_function(client: Langu
     assert heat["uri"] == uri and max(ln["heat"] for ln in heat["lines"]) == 1.0
 
 
+async def test_optimise_is_a_quick_fix_of_the_hot_function_diagnostic(client: LanguageClient, workspace: Path) -> None:
+    uri = open_doc(client, workspace / "app.py")
+    await EDITOR.wait("diagnostics")
+    (hot,) = [d for d in client.diagnostics[uri] if "rolling_zscore" in d.message]
+    params = lsp.CodeActionParams(lsp.TextDocumentIdentifier(uri), hot.range,
+                                  lsp.CodeActionContext(diagnostics=[hot], only=[lsp.CodeActionKind.QuickFix]))
+    # Read as the JSON the server sent: pygls's client would structure a CodeAction that carries a
+    # Command as a Command, losing its kind and diagnostics.
+    protocol = client.protocol
+    typed = protocol.get_result_type
+    protocol.get_result_type = lambda method: None  # type: ignore[method-assign]
+    try:
+        raw = await protocol.send_request_async(lsp.TEXT_DOCUMENT_CODE_ACTION, params)
+    finally:
+        protocol.get_result_type = typed  # type: ignore[method-assign]
+    (action,) = [plain(a) for a in raw]
+    assert action["title"] == "Optimise hotspot" and action["kind"] == "quickfix" and action["isPreferred"] is True
+    assert action["diagnostics"][0]["data"] == {"function": "rolling_zscore"}
+    assert action["command"]["arguments"] == [{"uri": uri, "function": "rolling_zscore"}]
+
+
 async def test_lenses_hints_hover_and_edits_that_move_them(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "app.py"
     uri = open_doc(client, path)

@@ -1,11 +1,11 @@
-"""Benchmark: what the offline plain-Python proposers (ruff's fixes, redline's own rewrites) win on
+"""Benchmark: what the offline plain-Python proposers (ruff's fixes, redline's own rewrites, Cython) win on
 real libraries' hot functions, through the real CLI.
 
 Run: .venv/bin/python tests/perf/bench_plain_python.py [--top N] [--scale X] [--only NAME,NAME] [--budget N]
 
 For each library of the corpus (tests/corpus): its sources copied into a scratch workspace, its
 workload profiled with py-spy, the N hottest functions of its own code captured with the defaults, and
-each captured target optimised with `--builtin ruff-fixes,python-rewrites` on its captured calls.
+each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython` on its captured calls.
 Prints per target each candidate's approach, verdict and speedup, and the winner; then a summary:
 targets with a verified winner, its median speedup, and candidates per verdict.
 """
@@ -46,7 +46,7 @@ def main() -> None:
             report = root / "reports" / f"{lib.name}-{manifest.parent.name}.json"
             report.parent.mkdir(exist_ok=True)
             t = time.perf_counter()
-            run = redline("optimise", target, "--builtin", "ruff-fixes,python-rewrites", "--budget", str(args.budget),
+            run = redline("optimise", target, "--builtin", "ruff-fixes,python-rewrites,cython", "--budget", str(args.budget),
                           "--json", str(report), cwd=work)
             took = time.perf_counter() - t
             if not report.exists():
