@@ -17,6 +17,9 @@ class ServerSettings(BaseModel):
     profileGlobs: list[str] = Field(
         default=[".redline/*.json", ".redline/*.txt", "*.speedscope.json", "*.sqlite", "*.nsys-rep"],
         description="Trace files to load, as glob patterns relative to the workspace root.")
+    mergeProfiles: bool = Field(default=False, description=(
+        "Load every recording `redline profile` made of a command, merged; off: the newest recording of "
+        "each command replaces the older ones."))
     threshold: float = Field(default=0.05, ge=0, le=1,
                              description="Smallest inclusive share (0-1: its own time plus the libraries it "
                                          "calls) of a function that gets a diagnostic, a code lens and the "

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import datetime
 import glob
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redline.evaluator.inputs.store import is_bookkeeping
+from redline.evaluator.inputs.store import LastProfile, is_bookkeeping, read_profile_index
 from redline.profilers import Hotspot, ParseError, Profile, hotspots, read
 from redline.profilers.source import Workspace
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One trace in the snapshot: what the editor says it loaded."""
+
+    trace: str
+    samples: int
+    recorded_at: str  # ISO time: from `redline profile`'s index, else the file's modification time
+    command: tuple[str, ...] = ()  # what `redline profile` ran to record it, where known
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,8 @@ class Snapshot:
     unit: str = "seconds"
     samples: int = 0
     errors: tuple[str, ...] = ()
+    loaded: tuple[Loaded, ...] = ()
+    superseded: tuple[str, ...] = ()  # older recordings of a command recorded again, not loaded
 
 
 class ProfileStore:
@@ -36,26 +49,36 @@ class ProfileStore:
             if path not in self._explicit:
                 self._explicit.append(path)
 
-    def trace_paths(self, globs: list[str]) -> list[str]:
-        found: list[str] = []
+    def trace_paths(self, globs: list[str], merge: bool = False) -> tuple[list[str], list[str]]:
+        """The traces to load, and those left out: older recordings of a command `redline profile`
+        recorded again in the same folder (unless `merge`), which the newer one replaces. A trace the
+        user loaded by name is always loaded."""
+        matched: list[str] = []
         for pattern in globs:
             for p in sorted(glob.glob(str(self.root / pattern), recursive=True)):
-                if Path(p).is_file() and p not in found and not is_bookkeeping(Path(p), self.root):
-                    found.append(p)
+                if Path(p).is_file() and p not in matched and not is_bookkeeping(Path(p), self.root):
+                    matched.append(p)
+        resolved = {str(Path(p).resolve()): p for p in matched}
+        superseded = set() if merge else read_profile_index(self.root).superseded(set(resolved))
         with self._lock:
-            explicit = [p for p in self._explicit if p not in found]
-        return found + explicit
+            explicit = [p for p in self._explicit if p not in matched]
+        left = [resolved[r] for r in resolved if r in superseded and resolved[r] not in self._explicit]
+        return [p for p in matched if p not in left] + explicit, left
 
-    def load(self, globs: list[str]) -> Snapshot:
+    def load(self, globs: list[str], merge: bool = False) -> Snapshot:
         """Read every trace (bad ones are reported, not fatal) and swap in the new snapshot."""
-        paths = self.trace_paths(globs)
+        paths, superseded = self.trace_paths(globs, merge)
+        index = read_profile_index(self.root)
         merged = Profile()
         errors: list[str] = []
         ok: list[str] = []
+        loaded: list[Loaded] = []
         for p in paths:
             try:
-                merged.merge(read(p))
+                one = read(p)
+                merged.merge(one)
                 ok.append(p)
+                loaded.append(_loaded(p, one, index.find(p)))
             except ParseError as exc:
                 errors.append(str(exc))
             except OSError as exc:
@@ -65,9 +88,10 @@ class ProfileStore:
             for h in hotspots(merged, self.root, Workspace(self.root)):
                 if h.file:
                     by_file.setdefault(h.file, []).append(h)
-        samples = sum(e.count for t in merged.weights.values() for e in t.values())
+        samples = _samples(merged)
         totals: dict[str, float] = {k: merged.total(k) for k in merged.weights}
-        snap = Snapshot(tuple(ok), by_file, totals, merged.unit, samples, tuple(errors))
+        snap = Snapshot(tuple(ok), by_file, totals, merged.unit, samples, tuple(errors), tuple(loaded),
+                        tuple(superseded))
         with self._lock:
             self.snapshot = snap
         return snap
@@ -79,3 +103,14 @@ class ProfileStore:
         except ValueError:
             key = str(path.resolve())
         return snap.by_file.get(key, [])
+
+
+def _samples(profile: Profile) -> int:
+    return sum(e.count for t in profile.weights.values() for e in t.values())
+
+
+def _loaded(path: str, profile: Profile, recorded: LastProfile | None) -> Loaded:
+    if recorded is not None:
+        return Loaded(path, _samples(profile), recorded.recorded_at, tuple(recorded.command))
+    stamp = datetime.datetime.fromtimestamp(Path(path).stat().st_mtime, datetime.timezone.utc)
+    return Loaded(path, _samples(profile), stamp.isoformat(timespec="seconds"))

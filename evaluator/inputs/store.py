@@ -22,8 +22,9 @@ from ...profilers.record import redline_dir
 
 STORE = Path(".redline") / "inputs"
 LAST_PROFILE = Path(".redline") / "last-profile.json"
+PROFILES = Path(".redline") / "profiles.json"  # every `redline profile` run: its trace and command
 # redline's own files under .redline/ that are not traces (a trace glob such as `.redline/*.json` meets them)
-BOOKKEEPING = (LAST_PROFILE,)
+BOOKKEEPING = (LAST_PROFILE, PROFILES)
 
 
 def is_bookkeeping(path: Path, root: Path) -> bool:
@@ -86,6 +87,26 @@ class LastProfile(_Model):
     cwd: str
     trace: str
     recorded_at: str
+
+
+class ProfileIndex(_Model):
+    """The recordings `redline profile` made in a workspace, oldest first (`.redline/profiles.json`)."""
+
+    profiles: list[LastProfile] = []
+
+    def superseded(self, among: set[str]) -> set[str]:
+        """Of the traces `among` (resolved paths), those of a command recorded again since in the same
+        folder, also among them: the newer one replaces them."""
+        newest: dict[tuple[tuple[str, ...], str], LastProfile] = {}
+        for p in self.profiles:
+            if p.trace in among:
+                newest[(tuple(p.command), p.cwd)] = p
+        kept = {p.trace for p in newest.values()}
+        return {p.trace for p in self.profiles if p.trace in among and p.trace not in kept}
+
+    def find(self, trace: str) -> LastProfile | None:
+        resolved = str(Path(trace).resolve())
+        return next((p for p in reversed(self.profiles) if p.trace == resolved), None)
 
 
 class StoreError(Exception):
@@ -153,6 +174,18 @@ def remember_profile(root: Path, command: list[str], trace: Path) -> None:
     record = LastProfile(command=list(command), cwd=str(root), trace=str(trace.resolve()), recorded_at=now)
     redline_dir(root)
     write_private(root / LAST_PROFILE, record.model_dump_json(indent=2).encode())
+    index = read_profile_index(root)
+    index.profiles = [p for p in index.profiles if p.trace != record.trace and Path(p.trace).is_file()] + [record]
+    write_private(root / PROFILES, index.model_dump_json(indent=2).encode())
+
+
+def read_profile_index(root: Path) -> ProfileIndex:
+    """The workspace's recordings; empty where there is no index or it cannot be read (it only decides
+    which of redline's own traces replace which)."""
+    try:
+        return ProfileIndex.model_validate_json((root / PROFILES).read_text())
+    except (OSError, ValidationError, UnicodeDecodeError):
+        return ProfileIndex()
 
 
 def capture_hint(target: str, root: Path) -> str:

@@ -15,22 +15,27 @@ from pygls.uris import to_fs_path
 
 from ..core import CommandError, RedlineServer, command, guarded
 from ..settings import ServerSettings
-from ..state import ProfileStore
+from ..state import ProfileStore, Snapshot
 from .diagnostics import publish
 
 log = logging.getLogger("redline.server")
 
 
-async def reload(ls: RedlineServer) -> None:
-    """Load the profiles in a worker thread, then refresh every open document."""
+async def reload(ls: RedlineServer, announce: str | None = None) -> None:
+    """Load the profiles in a worker thread, then refresh every open document. With `announce` (a trace
+    the user loaded by name), say what was loaded."""
     loop = asyncio.get_running_loop()
-    snap = await loop.run_in_executor(None, ls.store.load, ls.settings.profileGlobs)
+    snap = await loop.run_in_executor(None, ls.store.load, ls.settings.profileGlobs, ls.settings.mergeProfiles)
     ls.forget()
     for err in snap.errors:
         ls.warn(f"redline: {err}")
     ls.protocol.notify("redline/profileLoaded", {
         "traces": list(snap.traces), "samples": snap.samples, "totals": snap.totals, "unit": snap.unit,
-        "errors": list(snap.errors), "files": len(snap.by_file)})
+        "errors": list(snap.errors), "files": len(snap.by_file), "superseded": list(snap.superseded),
+        "loaded": [{"trace": t.trace, "samples": t.samples, "recordedAt": t.recorded_at, "command": list(t.command)}
+                   for t in snap.loaded]})
+    if announce is not None:
+        ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, loaded_message(snap, announce)))
     for uri in list(ls.workspace.text_documents):
         publish(ls, uri)
     ws = ls.client_capabilities.workspace
@@ -47,10 +52,23 @@ async def _refresh(request: Callable[[None], Awaitable[Any]]) -> None:
         log.info("refresh request failed: %s", exc)
 
 
-def schedule_reload(ls: RedlineServer) -> None:
+def loaded_message(snap: Snapshot, path: str) -> str:
+    """What loading `path` by name gave: its samples and when it was recorded, and the whole snapshot."""
+    one = next((t for t in snap.loaded if t.trace == path), None)
+    if one is None:
+        problem = next((e for e in snap.errors if path in e), "it could not be read")
+        return f"redline: {path} not loaded: {problem}"
+    what = f"redline: loaded {Path(path).name}: {one.samples} samples, recorded {one.recorded_at}"
+    if one.command:
+        what += f" ({' '.join(one.command)})"
+    others = len(snap.loaded) - 1
+    return what + (f"; {others} other trace(s) loaded with it, {snap.samples} samples in all" if others else "")
+
+
+def schedule_reload(ls: RedlineServer, announce: str | None = None) -> None:
     if ls.loading is not None and not ls.loading.done():
         ls.loading.cancel()
-    ls.loading = asyncio.ensure_future(reload(ls))
+    ls.loading = asyncio.ensure_future(reload(ls, announce))
 
 
 def _merge_settings(ls: RedlineServer, raw: Any) -> None:
@@ -68,7 +86,7 @@ def load_profile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if not path.is_file():
         raise CommandError(f"{args[0]}: no such trace file")
     ls.store.add_explicit(str(path))
-    schedule_reload(ls)
+    schedule_reload(ls, announce=str(path))
     return {"loading": str(path)}
 
 
@@ -113,7 +131,7 @@ def register(ls: RedlineServer) -> None:
     def did_change_configuration(ls: RedlineServer, params: lsp.DidChangeConfigurationParams) -> None:
         old = ls.settings
         _merge_settings(ls, params.settings)
-        if ls.settings.profileGlobs != old.profileGlobs:
+        if ls.settings.profileGlobs != old.profileGlobs or ls.settings.mergeProfiles != old.mergeProfiles:
             schedule_reload(ls)
         else:
             for uri in list(ls.workspace.text_documents):

@@ -22,6 +22,8 @@ import {
   serverArgs,
   serverEnv,
   statusText,
+  statusTooltip,
+  type LoadedTrace,
   Winner,
   winnerTitle,
 } from "./logic";
@@ -37,7 +39,8 @@ let status: vscode.StatusBarItem;
 let heatOn = true;
 const heat = new Map<string, HeatLine[]>();
 const winners = new Map<string, Winner>();
-let lastProfile: { traces: string[]; samples: number; errors: string[] } | undefined;
+let lastProfile: { traces: string[]; samples: number; errors: string[]; loaded?: LoadedTrace[]; superseded?: string[] }
+  | undefined;
 let running = 0;
 const decorations: vscode.TextEditorDecorationType[] = [];
 
@@ -127,7 +130,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
 
 function refreshStatus(): void {
   status.text = statusText(lastProfile, running);
-  status.tooltip = lastProfile?.errors.join("\n") || lastProfile?.traces.join("\n") || "redline";
+  status.tooltip = statusTooltip(lastProfile);
   status.show();
 }
 

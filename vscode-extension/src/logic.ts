@@ -122,6 +122,20 @@ export function nonce(random: () => number = Math.random): string {
 }
 
 /** Status-bar text from the server's `redline/profileLoaded`. */
+export interface LoadedTrace { trace: string; samples: number; recordedAt: string; command: string[] }
+
+/** The status item's tooltip: each loaded trace with its samples, when and how it was recorded, the
+ * older recordings a newer one replaced, and any trace that could not be read. */
+export function statusTooltip(p: { traces: string[]; errors: string[]; loaded?: LoadedTrace[]; superseded?: string[] }
+                              | undefined): string {
+  if (!p) return "redline: no profile loaded";
+  const lines = (p.loaded ?? p.traces.map((trace) => ({ trace, samples: 0, recordedAt: "", command: [] })))
+    .map((t) => `${t.trace}: ${t.samples.toLocaleString("en-US")} samples` +
+                (t.recordedAt ? `, recorded ${t.recordedAt}` : "") + (t.command.length ? ` (${t.command.join(" ")})` : ""));
+  if (p.superseded?.length) lines.push(`replaced by a newer recording: ${p.superseded.join(", ")}`);
+  return [...lines, ...p.errors].join("\n") || "redline: no profile loaded";
+}
+
 export function statusText(p: { traces: string[]; samples: number; errors: string[] } | undefined,
                            running: number): string {
   if (running > 0) return `$(sync~spin) redline: optimising (${running})`;

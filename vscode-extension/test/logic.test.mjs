@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, revealTarget, serverEnv, statusText, winnerTitle } from "./logic.js";
+import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -54,6 +54,14 @@ test("status text", () => {
   assert.equal(statusText(undefined, 0), "redline: no profile");
   assert.equal(statusText({ traces: ["a"], samples: 1234, errors: [] }, 0), "$(flame) redline: 1 trace · 1,234 samples");
   assert.match(statusText({ traces: [], samples: 0, errors: [] }, 2), /optimising \(2\)/);
+});
+
+test("status tooltip: what was loaded, when, from which command, and what a newer recording replaced", () => {
+  const tip = statusTooltip({ traces: ["/w/.redline/b.json"], errors: ["x.json: bad"], superseded: ["/w/.redline/a.json"],
+    loaded: [{ trace: "/w/.redline/b.json", samples: 1234, recordedAt: "2026-12-06T02:00:00+00:00", command: ["python", "app.py"] }] });
+  assert.equal(tip, "/w/.redline/b.json: 1,234 samples, recorded 2026-12-06T02:00:00+00:00 (python app.py)\n"
+                    + "replaced by a newer recording: /w/.redline/a.json\nx.json: bad");
+  assert.equal(statusTooltip(undefined), "redline: no profile loaded");
 });
 
 test("reveal: frames map onto files, bad messages are ignored", () => {
