@@ -230,3 +230,15 @@ def test_without_a_c_compiler_cython_is_skipped_and_says_so(tmp_path: Path) -> N
 def locate_target(file: Path, qualname: str) -> Target:
     loc = locate(f"{file}::{qualname}")
     return Target(loc.file, loc.qualname, loc.fn, loc.source, file.parent, None)  # type: ignore[arg-type]
+
+
+def test_typed_arguments_are_read_from_the_first_call_past_a_methods_instance() -> None:
+    from redline.evaluator.proposers.compiled import argument_types
+
+    method = ast.parse("def parse(self, text, scale, rows, flag=None):\n    pass\n").body[0]
+    described = ["Parser object", "str of length 12", "float (e.g. 0.5)", "list of 3 x int", "bool (e.g. True)"]
+    assert isinstance(method, ast.FunctionDef)
+    assert argument_types(method, described, method=True) == {"text": "str", "scale": "double", "rows": "list"}
+    function = ast.parse("def total(n, xs):\n    pass\n").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert argument_types(function, ["int (e.g. 3)", "tuple of 2 x float"], method=False) == {"xs": "tuple"}

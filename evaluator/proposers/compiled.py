@@ -150,7 +150,7 @@ _TYPES = [(re.compile(r"float "), "double"), (re.compile(r"str "), "str"), (re.c
 def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str], method: bool) -> dict[str, str]:
     """The C or builtin types of the positional arguments whose first call's value has one."""
     params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]][1 if method else 0:]
-    described = inputs[1:] if method and len(inputs) > len(params) else inputs
+    described = inputs[1:] if method else inputs  # a method's calls describe its instance first
     types = {}
     for param, kind in zip(params, described, strict=False):
         for pattern, ctype in _TYPES:
