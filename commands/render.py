@@ -56,7 +56,8 @@ def print_summary(report: Report) -> None:
             print(next_steps(report))
         return
     w = report.winner
-    print(f"winner {w.id}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
+    print(f"{'best so far (cancelled)' if report.cancelled else 'winner'} {w.id}: {w.speedup:.2f}x faster "
+          f"(95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
     if w.vs_compile_speedup is not None and w.vs_compile_ci95 is not None:
         print(f"against torch.compile of the target: {w.vs_compile_speedup:.2f}x (95% CI {w.vs_compile_ci95[0]:.2f}-"
               f"{w.vs_compile_ci95[1]:.2f}); the stronger baseline is {w.stronger_baseline}")

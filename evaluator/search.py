@@ -9,6 +9,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..profilers import Hotspot
 from ..profilers.record import redline_dir
@@ -127,6 +128,11 @@ class Search:
         while not finished.is_set():
             if self.cancel.wait(0.1):
                 pool.cancel()
+                for p in self.proposers:  # an LLM request in flight ends now, not when its reply comes
+                    try:
+                        p.cancel()
+                    except Exception as exc:
+                        self.notes.append(f"{p.name} could not be stopped: {exc}")
                 return
 
     def _stop(self, pool: EvaluationPool) -> None:
@@ -256,17 +262,42 @@ class Search:
             if use.skipped is not None:
                 continue
             try:
-                found = p.propose(ctx)
+                found = self._asked(p, ctx)
             except NotApplicable as exc:
                 use.skipped = str(exc)
                 continue
             except Exception as exc:  # one proposer failing must not end the run
+                if self.cancel.is_set():
+                    return out  # stopped by the cancel (its request closed), not a failure
                 self.notes.append(f"{p.name} failed in round {round_}: {exc}")
                 self.say(ProposerFailed(p.name, str(exc)))
                 continue
             use.proposed += len(found)
             out += found
         return out
+
+    def _asked(self, p: Proposer, ctx: Context) -> list[Proposal]:
+        """p.propose(ctx), on a thread of its own, so a cancel returns at once even while the proposer
+        waits on a reply (an LLM request whose socket a close cannot wake): the proposer is told to stop
+        (Proposer.cancel) and whatever it returns later is dropped."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def ask() -> None:
+            try:
+                box["found"] = p.propose(ctx)
+            except BaseException as exc:  # handed to the search thread, which raises it
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=ask, name=f"redline-propose-{p.name}", daemon=True).start()
+        while not done.wait(0.1):
+            if self.cancel.is_set():
+                return []
+        if "error" in box:
+            raise box["error"]
+        return list(box["found"])
 
     def _skip(self, p: Proposer, ctx: Context) -> str | None:
         try:

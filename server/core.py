@@ -73,6 +73,13 @@ class RedlineServer(LanguageServer):
     def warn(self, message: str) -> None:
         self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, message))
 
+    def cancelling(self, token: str, cancel: threading.Event) -> None:
+        """Cancel a run: its progress says "cancelling…" until the run ends it (its workers and any LLM
+        request are stopped by then)."""
+        cancel.set()
+        if token in self.work_done_progress.tokens:
+            self.work_done_progress.report(token, lsp.WorkDoneProgressReport(message="cancelling…"))
+
     async def begin_progress(self, token: str, title: str, cancel: threading.Event) -> str:
         """A cancellable work-done progress (its token), or "" for a client that has none or refuses it."""
         window = self.client_capabilities.window
@@ -83,7 +90,7 @@ class RedlineServer(LanguageServer):
             await progress.create_async(token)
             fut = progress.tokens.get(token)
             if fut is not None:
-                fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+                fut.add_done_callback(lambda f: self.cancelling(token, cancel) if f.cancelled() else None)
         except Exception:  # a client that refuses progress still gets the result
             return ""
         progress.begin(token, lsp.WorkDoneProgressBegin(title=title, cancellable=True, message="starting",

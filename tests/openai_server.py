@@ -20,6 +20,7 @@ class ScriptedOpenAI:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,6 +37,7 @@ class ScriptedOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer.lock:
                     outer.requests.append(body)
+                    outer.arrived.notify_all()
                     action = outer.script.pop(0) if outer.script else {"reply": "no more replies"}
                 if "delay" in action:
                     time.sleep(action["delay"])
@@ -77,6 +79,11 @@ class ScriptedOpenAI:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def wait_requests(self, n: int, timeout: float = 120) -> None:
+        """Until `n` requests have arrived (each is recorded before it is answered)."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.requests) >= n, timeout), f"{len(self.requests)} of {n}"
 
     @property
     def url(self) -> str:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from helpers import TESTS, redline
 from openai_server import ScriptedOpenAI
 
@@ -150,3 +155,25 @@ def test_feedback_says_where_a_gpu_calls_time_went() -> None:
     assert "baseline 1739.4 µs on the GPU, 248.5 µs to issue" in line and "baseline 1739.4 µs on the GPU, 248.5 µs to issue," not in line
     cpu = CandidateResult(id="c2", origin="llm:tiny", status="ok", reason="2x", median_s=1e-3, speedup=2.0)
     assert "per call" not in _feedback([cpu])
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_cancel_stops_an_llm_request_in_flight_and_offers_the_best_so_far(tmp_path: Path, stream: bool) -> None:
+    # Round 1's reply is verified; round 2's request is held for a minute: Ctrl-C while it is in flight.
+    shutil.copy(TESTS / "adversarial" / "target.py", tmp_path / "target.py")
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": WRONG, "delay": 60}]) as server:
+        exe = Path(sys.executable).with_name("redline")
+        proc = subprocess.Popen([str(exe), "optimise", f"{tmp_path / 'target.py'}::affine", "--no-builtin",
+                                 "--base-url", server.url, "--model", "m", "--rounds", "2", "--llm-candidates", "1",
+                                 "--json", str(tmp_path / "r.json"), *([] if stream else ["--no-stream"])],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        server.wait_requests(2)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    assert proc.returncode == 130, err[-2000:]
+    assert took < 15, f"the run went on for {took:.0f} s after the cancel (the reply was held 60 s)"
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["cancelled"] and [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
+    assert "best so far (cancelled) c1:" in out

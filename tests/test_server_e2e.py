@@ -285,6 +285,10 @@ async def test_cancel_stops_the_run(client: LanguageClient, workspace: Path) -> 
     finished = await EDITOR.wait("redline/runFinished", timeout=60)
     assert finished[0]["runId"] == started["runId"] and finished[0]["winner"] is None
     assert "cancelled" in finished[0]["report"]["notes"]
+    messages = [getattr(v, "message", None) for v in client.progress_reports[token]]
+    assert "cancelling…" in messages  # shown from the cancel until the run ends
+    assert messages.index("cancelling…") < len(messages) - 1 and type(client.progress_reports[token][-1]).__name__ \
+        == "WorkDoneProgressEnd"
 
 
 async def test_bad_requests_get_answers_and_the_server_stays_up(client: LanguageClient, workspace: Path) -> None:

@@ -53,6 +53,10 @@ class Proposer:
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError
 
+    def cancel(self) -> None:
+        """The run was cancelled: stop what propose() is waiting on (an LLM request) now. Called from
+        another thread; propose() may then raise, which the search expects."""
+
     def skip(self, ctx: Context) -> str | None:
         """Why this proposer does not apply to the target (asked once, before its first round), or None.
         A skipped proposer is not asked to propose; the report and the summary give its reason."""

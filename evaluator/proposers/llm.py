@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,6 +139,12 @@ class LLMProposer(Proposer):
         self.settings = settings
         self.client = OpenAI(base_url=settings.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none",
                              timeout=settings.timeout_s, max_retries=settings.retries)
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Close the HTTP client: a request in flight (streamed or not) fails at once, and no retry starts."""
+        self.cancelled.set()
+        self.client.close()
 
     def _ask(self, model: str, prompt: str, n: int) -> list[tuple[str, int]]:
         """`n` replies to one request, each with its share of the tokens it cost."""
@@ -164,15 +171,43 @@ class LLMProposer(Proposer):
 
     def propose(self, ctx: Context) -> list[Proposal]:
         s = self.settings
+        if self.cancelled.is_set():
+            return []
         model = s.refine_model if (s.refine_model and ctx.round > 1) else s.model
         prompt = build_prompt(ctx)
         n = min(s.choices_per_request, s.candidates_per_round)
         requests = [n] * (s.candidates_per_round // n) + ([s.candidates_per_round % n] if s.candidates_per_round % n else [])
-        with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
-            replies = [r for batch in pool.map(lambda k: self._ask(model, prompt, k), requests) for r in batch]
+        replies = [r for batch in _in_parallel(lambda k: self._ask(model, prompt, k), requests, s.concurrency)
+                   for r in batch]
         out = []
         base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
         for reply, tokens in replies:
             out.append(Proposal(code=code_from_reply(reply, base), origin=f"llm:{model}", approach="llm rewrite",
                                 parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=reply, tokens=tokens))
         return out
+
+
+def _in_parallel(fn: Callable[[int], list[tuple[str, int]]], items: list[int], workers: int) -> list[list[tuple[str, int]]]:
+    """fn over items, `workers` at a time, in order; the first error raised. On daemon threads: a request
+    abandoned by a cancel must not hold the interpreter's exit until its reply comes (a thread pool's
+    workers are joined at exit, and a close of the HTTP client does not wake a blocked read)."""
+    results: list[Any] = [None] * len(items)
+    slots = threading.Semaphore(max(1, workers))
+
+    def run(i: int) -> None:
+        with slots:
+            try:
+                results[i] = ("ok", fn(items[i]))
+            except BaseException as exc:
+                results[i] = ("error", exc)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True, name="redline-llm-request")
+               for i in range(len(items))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for kind, value in results:
+        if kind == "error":
+            raise value
+    return [value for _, value in results]

@@ -154,6 +154,8 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
     offer = Offer(run_id, a.uri, target, report, new_source, version)
     ls.runs.offers[run_id] = offer
     headline = f"{a.function}: {w.speedup:.2f}x faster (95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f}), verified"
+    if cancelled:  # what was verified before the cancel stands, and says so
+        headline = f"best so far (cancelled): {headline}"
     if token:
         progress.end(token, lsp.WorkDoneProgressEnd(message=headline))
     ls.protocol.notify("redline/winner", {
@@ -260,7 +262,7 @@ def cancel(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     a: RunArgs = parse_args(RunArgs, args)
     ev = ls.runs.running.get(a.runId)
     if ev is not None:
-        ev.set()
+        ls.cancelling(f"redline-optimise-{a.runId}", ev)
     return {"cancelled": ev is not None}
 
 
