@@ -242,3 +242,26 @@ def test_typed_arguments_are_read_from_the_first_call_past_a_methods_instance() 
     function = ast.parse("def total(n, xs):\n    pass\n").body[0]
     assert isinstance(function, ast.FunctionDef)
     assert argument_types(function, ["int (e.g. 3)", "tuple of 2 x float"], method=False) == {"xs": "tuple"}
+
+
+def test_typed_arguments_from_captured_signatures_only_where_every_call_agrees() -> None:
+    from redline.evaluator.proposers.compiled import argument_types
+
+    method = ast.parse("def deserialize(self, value, scale, data=None, ratio=1.0):\n    pass\n").body[0]
+    assert isinstance(method, ast.FunctionDef)
+    signatures = ["pkg.String, str[<16], float, dict[<4], float", "pkg.Integer, int, float, dict[<8], float; x=int",
+                  "pkg.Nested, dict[<4], float, dict[<4], float"]
+    # value is a str in one call and an int in another: untyped. ratio has a default a call may leave it to.
+    assert argument_types(method, [], method=True, signatures=signatures) == {"scale": "double", "data": "dict"}
+
+
+@pytest.mark.slow
+def test_a_private_method_compiled_with_cython_replaces_its_mangled_name(tmp_path: Path) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "Tokeniser.__emit", "--builtin", "cython", "--budget", "1",
+                      "--inputs", "plain_checksum.py::make_emit_inputs")
+    (cand,) = compiled_candidates(doc)
+    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Tokeniser.__emit")
+    printed = run_applied(tmp_path, target, cand["code"], "t = m.Tokeniser()\nprint(t.split('ab cd, e'))\n"
+                          "print(t._Tokeniser__words, type(vars(m.Tokeniser)['_Tokeniser__emit']).__name__)")
+    assert printed.split("\n")[:2] == ["['ab', 'cd', 'e']", "3 cython_function_or_method"]

@@ -52,8 +52,9 @@ class _RedlineCython:
     def __get__(self, instance, owner):
         compiled = self.compiled or self.load()
         for cls in owner.__mro__:  # a method: the compiled one takes its place in its class
-            if cls.__dict__.get(self.fn.__name__) is self:
-                setattr(cls, self.fn.__name__, compiled)
+            for name, value in list(vars(cls).items()):
+                if value is self:
+                    setattr(cls, name, compiled)
         return compiled.__get__(instance, owner)
 
     @staticmethod
@@ -116,7 +117,10 @@ class _RedlineCython:
             spec.loader.exec_module(module)
             owner = fn.__qualname__.rpartition(".")[0]
             if owner:
-                compiled = vars(module)[owner].__dict__[fn.__name__]
+                name = fn.__name__
+                if name.startswith("__") and not name.endswith("__"):  # private: stored mangled, as in the class
+                    name = "_" + owner.rpartition(".")[2].lstrip("_") + name
+                compiled = vars(module)[owner].__dict__[name]
                 vars(module)[owner] = fn.__globals__[owner]  # its own references to the class: the real one
             else:
                 compiled = vars(module)[fn.__name__]
@@ -147,17 +151,47 @@ _TYPES = [(re.compile(r"float "), "double"), (re.compile(r"str "), "str"), (re.c
           (re.compile(r"dict "), "dict"), (re.compile(r"tuple "), "tuple"), (re.compile(r"bytes "), "bytes")]
 
 
-def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str], method: bool) -> dict[str, str]:
-    """The C or builtin types of the positional arguments whose first call's value has one."""
-    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]][1 if method else 0:]
-    described = inputs[1:] if method else inputs  # a method's calls describe its instance first
-    types = {}
-    for param, kind in zip(params, described, strict=False):
-        for pattern, ctype in _TYPES:
-            if pattern.match(kind):
+# Captured signatures' type names (the manifest's `signatures`) and the type a typed variant declares.
+_CAPTURED_TYPES = {"float": "double", "str": "str", "list": "list", "dict": "dict", "tuple": "tuple", "bytes": "bytes"}
+
+
+def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str], method: bool,
+                   signatures: list[str] | None = None) -> dict[str, str]:
+    """The C or builtin types of the positional arguments: from every captured signature where there are
+    some (an argument is typed only where all of them agree and pass it), else from the first call's
+    description (make_inputs). A C double is declared only for an argument without a default, which a
+    call could leave to that default (None, say)."""
+    args = [*fn.args.posonlyargs, *fn.args.args]
+    defaulted = {a.arg for a in args[len(args) - len(fn.args.defaults):]} if fn.args.defaults else set()
+    params = [a.arg for a in args][1 if method else 0:]
+    types: dict[str, str] = {}
+    if signatures:
+        seen = [_positional_types(s)[1 if method else 0:] for s in signatures]
+        for i, param in enumerate(params):
+            kinds = {parts[i] if i < len(parts) else "" for parts in seen}
+            if len(kinds) == 1 and (ctype := _CAPTURED_TYPES.get(kinds.pop())) is not None:
                 types[param] = ctype
-                break
-    return types
+    else:
+        described = inputs[1:] if method else inputs  # a method's calls describe its instance first
+        for param, kind in zip(params, described, strict=False):
+            ctype = next((c for pattern, c in _TYPES if pattern.match(kind)), None)
+            if ctype is not None:
+                types[param] = ctype
+    return {k: v for k, v in types.items() if not (v == "double" and k in defaulted)}
+
+
+def _positional_types(signature: str) -> list[str]:
+    """A captured signature's positional parts as type names (`str[<16], int; k=v` -> [str, int])."""
+    parts, depth, current = [], 0, ""
+    for ch in signature.split("; ", 1)[0]:
+        depth += (ch in "([") - (ch in ")]")
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return [p.strip().split("[", 1)[0].split("(", 1)[0] for p in parts if p.strip()]
 
 
 def c_compiler() -> str | None:
@@ -213,7 +247,9 @@ class CythonProposer(Proposer):
             return []
         t = ctx.target
         variants: list[dict[str, str]] = [{}]
-        typed = argument_types(_function(t), ctx.inputs, "." in t.qualname)
+        manifest = t.inputs.manifest
+        typed = argument_types(_function(t), ctx.inputs, "." in t.qualname,
+                               [s.signature for s in manifest.signatures] if manifest is not None else None)
         if typed:
             variants.append(typed)
         out, errors = [], []

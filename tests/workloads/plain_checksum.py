@@ -33,13 +33,15 @@ class Tokeniser:
             if ch.isalnum():
                 word.append(ch)
             elif word:
-                out.append("".join(word))
+                self.__emit(out, word)
                 word = []
-                self.__words += 1
         if word:
-            out.append("".join(word))
-            self.__words += 1
+            self.__emit(out, word)
         return out
+
+    def __emit(self, out, word):
+        out.append("".join(word))
+        self.__words += 1
 
 
 def make_inputs(seed):
@@ -52,6 +54,11 @@ def make_split_inputs(seed):
     rnd = random.Random(seed)
     text = " ".join("".join(rnd.choice("abcdefg1,.") for _ in range(rnd.randint(1, 9))) for _ in range(800))
     return Tokeniser(), text
+
+
+def make_emit_inputs(seed):
+    rnd = random.Random(seed)
+    return Tokeniser(), [], [rnd.choice("abc") for _ in range(rnd.randint(1, 9))]
 
 
 def make_scaled_inputs(seed):
