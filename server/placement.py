@@ -12,6 +12,9 @@ from redline.profilers.source import FunctionDef, parse_functions
 from .settings import ServerSettings
 
 OPTIMISE_COMMAND = "redline.optimise"
+# How a hint or lens marks a function an accepted winner changed since the loaded profile was recorded.
+STALE = "changed since this profile"
+STALE_DETAIL = "an accepted winner changed it after the profile was recorded: profile again to measure it"
 
 
 @dataclass

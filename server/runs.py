@@ -25,3 +25,15 @@ class Offer:
 class Runs:
     offers: dict[str, Offer] = field(default_factory=dict)
     running: dict[str, threading.Event] = field(default_factory=dict)
+    # Functions an accepted winner changed since the loaded profile was recorded: uri -> qualname -> when.
+    changed: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def changed_in(self, uri: str) -> set[str]:
+        return set(self.changed.get(uri, {}))
+
+    def profiled_since(self, recorded: float) -> None:
+        """A profile recorded at `recorded` (epoch seconds) is loaded: what changed before it is measured."""
+        for uri in list(self.changed):
+            self.changed[uri] = {q: t for q, t in self.changed[uri].items() if t > recorded}
+            if not self.changed[uri]:
+                del self.changed[uri]

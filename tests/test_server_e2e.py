@@ -172,7 +172,8 @@ async def test_lenses_hints_hover_and_edits_that_move_them(client: LanguageClien
     assert {ln.range.start.line for ln in lenses} == {h + 3 for h in hot}
 
 
-async def test_code_action_optimise_progress_and_versioned_apply(client: LanguageClient, workspace: Path) -> None:
+async def test_code_action_optimise_progress_and_versioned_apply(client: LanguageClient, workspace: Path,
+                                                                 tmp_path: Path) -> None:
     path = workspace / "app.py"
     uri = open_doc(client, path)
     line = def_line(path, "rolling_zscore")
@@ -204,6 +205,20 @@ async def test_code_action_optimise_progress_and_versioned_apply(client: Languag
     kinds = [type(v).__name__ for v in client.progress_reports[token]]
     assert kinds[0] == "WorkDoneProgressBegin" and "WorkDoneProgressReport" in kinds and kinds[-1] == "WorkDoneProgressEnd"
     assert path.read_text() == DEMO.read_text(), "the server never writes the file itself"
+
+    # Accepted: the function's hints and lens say the profile no longer measures it, until it is profiled again.
+    everywhere = lsp.Range(lsp.Position(0, 0), lsp.Position(10_000, 0))
+    hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
+    (hint,) = [h for h in hints or [] if h.position.line == line]
+    assert str(hint.label).endswith(" · changed since this profile"), hint.label
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    assert any(ln.command and ln.command.title.endswith("changed since this profile") for ln in lenses or [])
+    fresh = py_spy_record(workspace / "app.py", tmp_path / "reprofiled.speedscope.json", "speedscope", rate=200)
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.loadProfile", arguments=[str(fresh)]))
+    await EDITOR.wait("redline/profileLoaded", n=2)
+    hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
+    assert not any("changed since" in str(h.label) for h in hints or [])
 
 
 async def test_a_library_idiom_is_offered_with_no_llm_configured(client: LanguageClient, workspace: Path) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from lsprotocol import types as lsp
 
 from ..core import RedlineServer, guarded
-from ..placement import OPTIMISE_COMMAND, Placed, def_range, hot, shares
+from ..placement import OPTIMISE_COMMAND, STALE, Placed, def_range, hot, shares
 from ..settings import ServerSettings
 
 
-def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSettings) -> list[lsp.CodeLens]:
+def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSettings,
+                changed: AbstractSet[str] = frozenset()) -> list[lsp.CodeLens]:
     if not settings.codeLenses:
         return []
     out = []
@@ -17,7 +20,8 @@ def code_lenses(text: str, uri: str, placed: list[Placed], settings: ServerSetti
         if not hot(p, settings):
             continue
         r = def_range(text, p.fn)
-        out.append(lsp.CodeLens(range=r, command=lsp.Command(title=shares(p), command="")))
+        stale = f" · {STALE}" if p.fn.qualname in changed else ""
+        out.append(lsp.CodeLens(range=r, command=lsp.Command(title=shares(p) + stale, command="")))
         out.append(lsp.CodeLens(range=r, command=lsp.Command(
             title="Optimise", command=OPTIMISE_COMMAND, arguments=[{"uri": uri, "function": p.fn.qualname}])))
     return out
@@ -30,4 +34,5 @@ def register(ls: RedlineServer) -> None:
     @guarded([])
     def code_lens(ls: RedlineServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         text, placed = ls.placed(params.text_document.uri)
-        return code_lenses(text, params.text_document.uri, placed, ls.settings)
+        return code_lenses(text, params.text_document.uri, placed, ls.settings,
+                           ls.runs.changed_in(params.text_document.uri))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ..core import CommandError, RedlineServer, command, parse_args
 from ..runs import Offer
 from ..settings import ServerSettings
 from .capture import capture_command, capture_first
+from .profiles import refresh_views
 
 
 class OptimiseArgs(BaseModel):
@@ -250,6 +252,9 @@ async def apply(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     if not result.applied:
         return {"applied": False, "reason": result.failure_reason or "the client did not apply the edit"}
     ls.runs.offers.pop(a.runId, None)
+    ls.runs.changed.setdefault(offer.uri, {})[offer.target.qualname] = time.time()
+    ls.forget(offer.uri)
+    refresh_views(ls)
     return {"applied": True}
 
 
