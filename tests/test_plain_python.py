@@ -45,11 +45,13 @@ FROZEN = ("x", "y")
 def scan(rows, out):
     """Docstring first."""
     total = 0
+    label = ""
     for row in rows:  # a comment that stays
         if row["kind"] in KINDS and re.match(r"^\\w+$", row["name"]):
             out.append(len(row["name"]))
+            label += row["name"][:1]
         total += abs(row["n"]) if row["kind"] not in FROZEN else 0
-    return total
+    return total, label
 '''
 
 
@@ -66,6 +68,9 @@ def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Pat
     assert "row[\"kind\"] not in _FROZEN_set" in sets
     hoisted = found["bound methods read once above loops"]
     assert "    _out_append = out.append\n    for row in rows:" in hoisted and "_out_append(len(" in hoisted
+    joined = found["strings joined once instead of += in loops"]
+    assert "    _label_parts = []\n" in joined and "_label_parts.append(row[\"name\"][:1])" in joined
+    assert "        total += abs(row[\"n\"]) if row[\"kind\"] not in FROZEN else 0\n    label = ''.join(_label_parts)\n" in joined
     local = found["lookups bound to locals in loops"]
     assert '    """Docstring first."""\n    _FROZEN = FROZEN\n    _KINDS = KINDS\n' in local and "_abs(row" in local
 
@@ -83,6 +88,9 @@ def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Pat
     # The loop rebinds the name whose method it calls.
     ("def f(xs):\n    out = []\n    for x in xs:\n        out = out + [x]\n        out.append(x)\n    return out\n",
      "bound methods read once above loops"),
+    # The loop reads the string it builds: joining only at the end would change what it reads.
+    ("def f(xs):\n    s = ''\n    for x in xs:\n        s += x\n        if len(s) > 3:\n            break\n    return s\n",
+     "strings joined once instead of += in loops"),
     # Nowhere to put a line above the body.
     ("def f(xs): return [len(x) for x in xs]\n", "lookups bound to locals in loops"),
 ])

@@ -8,7 +8,9 @@ verifies on the target's calls; none is assumed safe:
 - regexes compiled once: `re.match(CONSTANT, s)` and the like, and `re.compile(CONSTANT)` in the
   body, become module-level compiled patterns;
 - membership in constant lists: `x in NAMES`, where NAMES is a module-level list or tuple of
-  literals the module never changes, tests a frozenset of it.
+  literals the module never changes, tests a frozenset of it;
+- strings built in loops: `s = ""` then only `s += piece` in a loop collects the pieces in a list and
+  joins them once after it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class Edits:
     rows: set[int] = field(default_factory=set)  # the lines it changed
     blocked: bool = False  # a line could not be inserted (a statement not at the start of its line)
 
-    def node(self, node: ast.expr, text: str) -> None:
+    def node(self, node: ast.expr | ast.stmt, text: str) -> None:
         assert node.end_lineno is not None and node.end_col_offset is not None
         self.replace.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
         self.rows.add(node.lineno)
@@ -52,6 +54,16 @@ class Edits:
         text = "".join(f"{indent}{statement}\n" for statement in statements)
         self.replace.append((before.lineno, 0, before.lineno, 0, text))
         self.rows.add(before.lineno)
+
+    def insert_after(self, after: ast.stmt, statement: str) -> None:
+        """A statement on its own line below `after` (all of it), at its indentation."""
+        assert after.end_lineno is not None
+        line = self.source.splitlines()[after.lineno - 1]
+        indent = line[:len(line) - len(line.lstrip())]
+        if len(indent.encode()) != after.col_offset:
+            self.blocked = True
+        self.replace.append((after.end_lineno + 1, 0, after.end_lineno + 1, 0, f"{indent}{statement}\n"))
+        self.rows.add(after.end_lineno)
 
     def apply(self) -> str:
         lines = [line.encode() for line in self.source.splitlines(keepends=True)]
@@ -318,12 +330,67 @@ def constant_membership(source: str, module: ast.Module, at: int) -> Edits | Non
     return edits
 
 
+def joined_strings(source: str, module: ast.Module, at: int) -> Edits | None:
+    """`s = ""` then `s += piece` in a loop that does nothing else with `s`: the pieces collected in a list
+    and joined once after the loop (each `+=` may copy the string built so far)."""
+    fn = _function(source)
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(fn)):
+        return None
+    edits, taken = Edits(source), _stored(fn) | _module_names(module)
+    for block in (getattr(n, part) for n in ast.walk(fn) for part in ("body", "orelse", "finalbody")
+                  if isinstance(getattr(n, part, None), list)):
+        for i, stmt in enumerate(block):
+            start = _empty_string(stmt)
+            if start is None:
+                continue
+            name, empty = start
+            loop = _only_appended_in(block[i + 1:], name)
+            if loop is None:
+                continue
+            parts = _fresh(f"{name}_parts".lstrip("_"), taken)
+            assert isinstance(stmt, ast.Assign)
+            edits.node(stmt.targets[0], parts)
+            edits.node(stmt.value, "[]")
+            for node in ast.walk(loop):
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                    edits.node(node, f"{parts}.append({_segment(source, node.value)})")
+            edits.insert_after(loop, f"{name} = {empty!r}.join({parts})")
+    return edits if edits.replace and not edits.blocked else None
+
+
+def _empty_string(stmt: ast.stmt) -> tuple[str, str | bytes] | None:
+    """(name, "") for `name = ""` (or b"")."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.Constant) and stmt.value.value in ("", b""):
+        return stmt.targets[0].id, stmt.value.value
+    return None
+
+
+def _only_appended_in(rest: list[ast.stmt], name: str) -> ast.stmt | None:
+    """The first statement of `rest` that uses `name`, where it is a loop that only appends to it
+    (`name += piece`, the piece not reading `name`, no nested function seeing it); else None."""
+    for stmt in rest:
+        uses = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+        if not uses:
+            continue
+        if not isinstance(stmt, _LOOPS) or any(isinstance(n, (*_SCOPES, *_COMPREHENSIONS)) for n in ast.walk(stmt)):
+            return None
+        augs = [n for n in ast.walk(stmt) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                and n.target.id == name]
+        if not augs or not all(isinstance(a.op, ast.Add) for a in augs):
+            return None
+        reads = [n for a in augs for n in ast.walk(a.value) if isinstance(n, ast.Name) and n.id == name]
+        return stmt if len(uses) == len(augs) and not reads else None
+    return None
+
+
 # In the order they are combined: the regexes and constants before lookups are bound to locals (which
 # would hide `re.match` and `NAMES` from them).
 # Each takes the function's source, the module's tree and the target's first line in the file.
 REWRITES: dict[str, Callable[[str, ast.Module, int], Edits | None]] = {
     "regexes compiled once at module level": compiled_regexes,
     "membership in constant lists as frozensets": constant_membership,
+    "strings joined once instead of += in loops": joined_strings,
     "bound methods read once above loops": hoisted_methods,
     "lookups bound to locals in loops": local_lookups,
 }
