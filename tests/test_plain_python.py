@@ -57,7 +57,8 @@ def scan(rows, out):
 
 def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Path) -> None:
     found = by_name(target_in(tmp_path, MODULE, "scan"))
-    assert set(found) == {*REWRITES, ", ".join(REWRITES)}
+    applying = [name for name in REWRITES if name != "list queues popped from the front as deques"]  # no queue here
+    assert set(found) == {*applying, ", ".join(applying)}
     for name, code in found.items():
         compile(code, name, "exec")
         assert "# a comment that stays" in code and '"""Docstring first."""' in code, name
@@ -91,6 +92,9 @@ def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Pat
     # The loop reads the string it builds: joining only at the end would change what it reads.
     ("def f(xs):\n    s = ''\n    for x in xs:\n        s += x\n        if len(s) > 3:\n            break\n    return s\n",
      "strings joined once instead of += in loops"),
+    # The queue is sliced: a deque cannot be.
+    ("def f(xs):\n    q = [1]\n    while q:\n        x = q.pop(0)\n        q.append(x + 1)\n        if x > 3:\n"
+     "            return q[1:]\n", "list queues popped from the front as deques"),
     # Nowhere to put a line above the body.
     ("def f(xs): return [len(x) for x in xs]\n", "lookups bound to locals in loops"),
 ])
@@ -99,6 +103,34 @@ def test_rewrites_stay_away_from_code_they_would_change(tmp_path: Path, source: 
     assert absent not in found
     for code in found.values():
         ast.parse(code)
+
+
+BFS = '''
+def order(graph, start):
+    seen = {start}
+    queue = [start]
+    out = []
+    while queue:
+        node = queue.pop(0)
+        out.append(node)
+        for nxt in graph[node]:
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return out
+'''
+
+
+def test_a_list_used_as_a_queue_becomes_a_deque(tmp_path: Path) -> None:
+    code = by_name(target_in(tmp_path, BFS, "order"))["list queues popped from the front as deques"]
+    assert code.startswith("import collections\n\n") and "queue = collections.deque([start])" in code
+    assert "node = queue.popleft()" in code and "queue.append(nxt)" in code
+    graph = {i: [(i * 7 + k) % 50 for k in range(3)] for i in range(50)}
+    space: dict = {}
+    exec(code, space)
+    original: dict = {}
+    exec(textwrap.dedent(BFS), original)
+    assert space["order"](graph, 0) == original["order"](graph, 0)
 
 
 def optimise(tmp_path: Path, workload: str, qualname: str, *args: str) -> tuple[dict, str]:

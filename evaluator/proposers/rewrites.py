@@ -10,7 +10,9 @@ verifies on the target's calls; none is assumed safe:
 - membership in constant lists: `x in NAMES`, where NAMES is a module-level list or tuple of
   literals the module never changes, tests a frozenset of it;
 - strings built in loops: `s = ""` then only `s += piece` in a loop collects the pieces in a list and
-  joins them once after it.
+  joins them once after it;
+- queues: a local list only appended to, tested and popped from the front (`q.pop(0)`) becomes a
+  `collections.deque` popped with `popleft()`.
 """
 
 from __future__ import annotations
@@ -384,6 +386,60 @@ def _only_appended_in(rest: list[ast.stmt], name: str) -> ast.stmt | None:
     return None
 
 
+def deque_queues(source: str, module: ast.Module, at: int) -> Edits | None:
+    """A local list used as a queue (`q = [...]`, then only `q.pop(0)`, `q.append`, `q.extend`, `len(q)`
+    and tests of `q`): a `collections.deque`, whose `popleft` does not move every other item."""
+    fn = _function(source)
+    edits = Edits(source)
+    assigned: dict[str, list[ast.Assign]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node)
+    parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
+    for name, assigns in assigned.items():
+        if len(assigns) != 1 or not isinstance(assigns[0].value, ast.List) or name in {a.arg for a in fn.args.args}:
+            continue
+        uses = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and n is not assigns[0].targets[0]]
+        pops = [parents[parents[n]] for n in uses if _queue_call(parents, n) == "pop0"]
+        if not pops or not all(_queue_call(parents, n) for n in uses) or _closure_sees(fn, name):
+            continue
+        value = assigns[0].value
+        edits.node(value, f"collections.deque({_segment(source, value)})")
+        for call in pops:
+            assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            edits.node(call, f"{name}.popleft()")
+    if not edits.replace:
+        return None
+    edits.helpers = ["import collections"]
+    return edits
+
+
+def _queue_call(parents: dict[ast.AST, ast.AST], use: ast.Name) -> str | None:
+    """How a use of a queue's name uses it: "pop0" for `.pop(0)`, "ok" for what a deque does alike
+    (append, extend, len, a test), None for anything else (an index, a slice, passing it on)."""
+    parent = parents.get(use)
+    if isinstance(parent, ast.Attribute) and isinstance(parents.get(parent), ast.Call) \
+            and parents[parent].func is parent:  # type: ignore[attr-defined]
+        call = parents[parent]
+        assert isinstance(call, ast.Call)
+        if parent.attr == "pop" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant) \
+                and call.args[0].value == 0 and not call.keywords:
+            return "pop0"
+        return "ok" if parent.attr in ("append", "extend") else None
+    if isinstance(parent, (ast.While, ast.If)) and parent.test is use:
+        return "ok"
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return "ok"
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len":
+        return "ok"
+    return None
+
+
+def _closure_sees(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for scope in ast.walk(fn)
+               if isinstance(scope, (*_SCOPES, *_COMPREHENSIONS)) and scope is not fn for n in ast.walk(scope))
+
+
 # In the order they are combined: the regexes and constants before lookups are bound to locals (which
 # would hide `re.match` and `NAMES` from them).
 # Each takes the function's source, the module's tree and the target's first line in the file.
@@ -391,6 +447,7 @@ REWRITES: dict[str, Callable[[str, ast.Module, int], Edits | None]] = {
     "regexes compiled once at module level": compiled_regexes,
     "membership in constant lists as frozensets": constant_membership,
     "strings joined once instead of += in loops": joined_strings,
+    "list queues popped from the front as deques": deque_queues,
     "bound methods read once above loops": hoisted_methods,
     "lookups bound to locals in loops": local_lookups,
 }
