@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +24,6 @@ from .settings import ServerSettings
 from .state import ProfileStore
 
 log = logging.getLogger("redline.server")
-T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -127,7 +126,7 @@ def guarded(default: Any) -> Callable[[F], F]:
     return wrap
 
 
-def command(fn: Callable[[RedlineServer, tuple[Any, ...]], Awaitable[T] | T]) -> Callable[..., Any]:
+def command(fn: Callable[[RedlineServer, tuple[Any, ...]], Any]) -> Callable[..., Any]:
     """A command whose failure is shown to the user and answered as `{"error": ...}`."""
 
     async def run(ls: RedlineServer, *args: Any) -> Any:

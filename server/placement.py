@@ -3,10 +3,12 @@ tree-sitter), so edits above a function move its hints with it; a line keeps its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lsprotocol import types as lsp
 from redline.profilers import Hotspot
+from redline.profilers.diff import FunctionChange
 from redline.profilers.source import FunctionDef, parse_functions
 
 from .settings import ServerSettings
@@ -57,6 +59,16 @@ def shares(p: Placed) -> str:
         label = "" if s.kind == "cpu" else "GPU "
         parts.append(f"{label}self {s.self_fraction:.0%} · total {s.total_fraction:.0%}")
     return " | ".join(parts)
+
+
+def compared(p: Placed, change: Callable[[Hotspot], FunctionChange | None]) -> str:
+    """` · self -27pt vs before` for a function the loaded profile is compared with an earlier one on."""
+    parts = []
+    for s in p.spots:
+        c = change(s)
+        if c is not None:
+            parts.append(f"{'' if s.kind == 'cpu' else 'GPU '}self {c.self_delta * 100:+.0f}pt vs before")
+    return " · " + " | ".join(parts) if parts else ""
 
 
 def def_range(text: str, fn: FunctionDef) -> lsp.Range:

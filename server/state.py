@@ -10,6 +10,8 @@ from pathlib import Path
 
 from redline.evaluator.inputs.store import LastProfile, is_bookkeeping, read_profile_index
 from redline.profilers import Hotspot, ParseError, Profile, hotspots, read
+from redline.profilers.diff import FunctionChange
+from redline.profilers.diff import diff as profile_diff
 from redline.profilers.source import Workspace
 
 
@@ -37,10 +39,19 @@ class Snapshot:
     superseded: tuple[str, ...] = ()  # older recordings of a command recorded again, not loaded
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """The loaded profile compared with an earlier trace (`redline.compareProfiles`), by function."""
+
+    before: tuple[str, ...]
+    changes: dict[tuple[str, str, str], FunctionChange]  # (kind, file, function) -> its change
+
+
 class ProfileStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.snapshot = Snapshot()
+        self.comparison: Comparison | None = None
         self._lock = threading.Lock()
         self._explicit: list[str] = []
 
@@ -95,6 +106,17 @@ class ProfileStore:
         with self._lock:
             self.snapshot = snap
         return snap
+
+    def compare(self, before: list[str]) -> Comparison:
+        """Compare the loaded traces with `before` (ParseError on a bad trace) and keep the comparison."""
+        doc = profile_diff(list(before), list(self.snapshot.traces), self.root)
+        found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions})
+        self.comparison = found
+        return found
+
+    def change(self, h: Hotspot) -> FunctionChange | None:
+        c = self.comparison
+        return c.changes.get((h.kind, h.file, h.function)) if c is not None else None
 
     def for_path(self, path: Path) -> list[Hotspot]:
         snap = self.snapshot

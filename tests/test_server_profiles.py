@@ -95,3 +95,30 @@ async def test_loading_a_trace_by_name_says_what_it_loaded(client: LanguageClien
     text = message["message"]
     assert text.startswith("redline: loaded other.speedscope.json: ") and " samples, recorded 20" in text
     assert "cpu_work.py" in text and "1 other trace(s) loaded with it" in text
+
+
+async def test_compare_with_the_recording_it_replaced(client: LanguageClient, workspace: Path) -> None:
+    """The two recordings of one command: the newer is loaded, and compared with the one it replaced,
+    each hot function's hint, lens and hover show the change; comparing stops on request."""
+    await SEEN.wait("loaded", 1)
+    uri = (workspace / "cpu_work.py").as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=(workspace / "cpu_work.py").read_text())))
+    answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.compareProfiles", arguments=[]))
+    assert answer["comparing"] is True and answer["before"].endswith("first.speedscope.json"), answer
+    assert {f["function"] for f in answer["functions"]} >= {"Grid.relax", "checksum"}
+    everywhere = lsp.Range(lsp.Position(0, 0), lsp.Position(1000, 0))
+    hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
+    labels = [str(h.label) for h in hints or []]
+    assert labels and all(" vs before" in label and "pt" in label for label in labels), labels
+    line = next(i for i, text in enumerate((workspace / "cpu_work.py").read_text().splitlines())
+                if text.startswith("def checksum"))
+    shown = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(uri),
+                                                                   lsp.Position(line + 2, 4)))
+    assert shown is not None and "Against the earlier profile: self " in shown.contents.value  # type: ignore[union-attr]
+    stopped = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.compareProfiles", arguments=[""]))
+    assert stopped == {"comparing": False}
+    hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
+    assert not any(" vs before" in str(h.label) for h in hints or [])

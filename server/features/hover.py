@@ -3,7 +3,11 @@ callees with bars and shares), its hottest lines, and the kernels it launches.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lsprotocol import types as lsp
+from redline.profilers import Hotspot
+from redline.profilers.diff import FunctionChange
 
 from ..core import RedlineServer, guarded
 from ..placement import Placed, def_range, shares
@@ -18,7 +22,8 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
-def hover(text: str, placed: list[Placed], pos: lsp.Position) -> lsp.Hover | None:
+def hover(text: str, placed: list[Placed], pos: lsp.Position,
+          change: Callable[[Hotspot], FunctionChange | None] = lambda h: None) -> lsp.Hover | None:
     line1 = pos.line + 1
     inside = [p for p in placed if p.fn.line <= line1 <= p.fn.end_line]
     if not inside:
@@ -28,6 +33,13 @@ def hover(text: str, placed: list[Placed], pos: lsp.Position) -> lsp.Hover | Non
     md = [f"**redline** · `{p.fn.qualname}` — {shares(p)}", ""]
     for s in p.spots:
         kind = "CPU" if s.kind == "cpu" else "GPU"
+        moved = change(s)
+        if moved is not None:
+            md.append(f"Against the earlier profile: self {moved.before_self:.1%} → {moved.after_self:.1%} "
+                      f"({moved.self_delta * 100:+.1f}pt), total {moved.before_total:.1%} → {moved.after_total:.1%} "
+                      f"({moved.total_delta * 100:+.1f}pt); own time {moved.before_self_weight:.3g} → "
+                      f"{moved.after_self_weight:.3g}")
+            md.append("")
         md.append(f"**{kind} flame graph around it**")
         md.append("```text")
         for c in s.callers[:4]:
@@ -68,4 +80,4 @@ def register(ls: RedlineServer) -> None:
     @guarded(None)
     def on_hover(ls: RedlineServer, params: lsp.HoverParams) -> lsp.Hover | None:
         text, placed = ls.placed(params.text_document.uri)
-        return hover(text, placed, params.position)
+        return hover(text, placed, params.position, ls.store.change)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
 from lsprotocol import types as lsp
+from redline.profilers import Hotspot
+from redline.profilers.diff import FunctionChange
 
 from ..core import RedlineServer, guarded
-from ..placement import STALE, STALE_DETAIL, Placed, def_range, shares
+from ..placement import STALE, STALE_DETAIL, Placed, compared, def_range, shares
 from ..settings import ServerSettings
 
 
 def inlay_hints(text: str, placed: list[Placed], settings: ServerSettings, rng: lsp.Range,
-                changed: AbstractSet[str] = frozenset()) -> list[lsp.InlayHint]:
+                changed: AbstractSet[str] = frozenset(),
+                change: Callable[[Hotspot], FunctionChange | None] = lambda h: None) -> list[lsp.InlayHint]:
     if not settings.inlayHints:
         return []
     out = []
@@ -23,7 +27,8 @@ def inlay_hints(text: str, placed: list[Placed], settings: ServerSettings, rng: 
         if max(s.total_fraction for s in p.spots) < settings.threshold:
             continue  # a cold function gets no hint
         stale = p.fn.qualname in changed
-        out.append(lsp.InlayHint(position=r.end, label=shares(p) + (f" · {STALE}" if stale else ""), padding_left=True,
+        label = shares(p) + compared(p, change) + (f" · {STALE}" if stale else "")
+        out.append(lsp.InlayHint(position=r.end, label=label, padding_left=True,
                                  tooltip=f"redline: share of the loaded profile's weight in {p.fn.qualname}"
                                  + (f"; {STALE_DETAIL}" if stale else "")))
     return out
@@ -36,4 +41,5 @@ def register(ls: RedlineServer) -> None:
     @guarded([])
     def inlay_hint(ls: RedlineServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
         text, placed = ls.placed(params.text_document.uri)
-        return inlay_hints(text, placed, ls.settings, params.range, ls.runs.changed_in(params.text_document.uri))
+        return inlay_hints(text, placed, ls.settings, params.range, ls.runs.changed_in(params.text_document.uri),
+                           ls.store.change)

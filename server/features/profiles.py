@@ -13,6 +13,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
+from redline.profilers import ParseError
 
 from ..core import CommandError, RedlineServer, command, guarded
 from ..settings import ServerSettings
@@ -27,6 +28,7 @@ async def reload(ls: RedlineServer, announce: str | None = None) -> None:
     the user loaded by name), say what was loaded."""
     loop = asyncio.get_running_loop()
     snap = await loop.run_in_executor(None, ls.store.load, ls.settings.profileGlobs, ls.settings.mergeProfiles)
+    ls.store.comparison = None  # it compared the traces loaded before; compare again to see the new ones
     ls.forget()
     for err in snap.errors:
         ls.warn(f"redline: {err}")
@@ -98,6 +100,42 @@ def load_profile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     return {"loading": str(path)}
 
 
+async def compare_profiles(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`redline.compareProfiles [before]`: the loaded profile against `before` (default: the recording
+    of the same command it replaced); hints, lenses and hovers then show each function's change.
+    `redline.compareProfiles [""]` stops comparing."""
+    if len(args) > 1 or (args and not isinstance(args[0], str)):
+        raise CommandError("redline.compareProfiles takes at most one argument: the earlier trace's path")
+    if args and args[0] == "":
+        ls.store.comparison = None
+        refresh_views(ls)
+        return {"comparing": False}
+    snap = ls.store.snapshot
+    if args:
+        before = Path(args[0]) if Path(args[0]).is_absolute() else ls.store.root / args[0]
+        if not before.is_file():
+            raise CommandError(f"{args[0]}: no such trace file")
+    elif snap.superseded:
+        before = max((Path(p) for p in snap.superseded), key=lambda p: p.stat().st_mtime)
+    else:
+        raise CommandError("no earlier recording of the loaded profile's command to compare with: profile it "
+                           "again after a change, or give the earlier trace")
+    if not snap.traces:
+        raise CommandError("no profile is loaded to compare")
+    loop = asyncio.get_running_loop()
+    try:
+        found = await loop.run_in_executor(None, ls.store.compare, [str(before)])
+    except ParseError as exc:
+        raise CommandError(str(exc))
+    ls.forget()
+    for uri in list(ls.workspace.text_documents):
+        publish(ls, uri)
+    refresh_views(ls)
+    top = sorted(found.changes.values(), key=lambda c: -abs(c.self_delta))[:5]
+    return {"comparing": True, "before": str(before), "after": list(snap.traces),
+            "functions": [c.model_dump(mode="json") for c in top]}
+
+
 def status(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     snap = ls.store.snapshot
     return {"traces": list(snap.traces), "samples": snap.samples, "errors": list(snap.errors),
@@ -163,4 +201,5 @@ def register(ls: RedlineServer) -> None:
                 return
 
     ls.command("redline.loadProfile")(command(load_profile))
+    ls.command("redline.compareProfiles")(command(compare_profiles))
     ls.command("redline.status")(command(status))
