@@ -226,14 +226,18 @@ def test_a_function_compiled_with_cython_is_verified_and_the_edit_compiles_it_wh
 
 
 @pytest.mark.slow
-def test_a_compiled_method_keeps_its_private_names_and_replaces_itself_in_its_class(tmp_path: Path) -> None:
-    doc, _ = optimise(tmp_path, "plain_checksum.py", "Tokeniser.split", "--builtin", "cython", "--budget", "1",
-                      "--inputs", "plain_checksum.py::make_split_inputs")
+@pytest.mark.parametrize("qualname, inputs, stored", [
+    ("Tokeniser.split", "make_split_inputs", "split"),  # keeps the class's private names (self.__words)
+    ("Tokeniser.__emit", "make_emit_inputs", "_Tokeniser__emit"),  # a private method: its mangled name
+])
+def test_a_compiled_method_replaces_itself_in_its_class(tmp_path: Path, qualname: str, inputs: str, stored: str) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", qualname, "--builtin", "cython", "--budget", "1",
+                      "--inputs", f"plain_checksum.py::{inputs}")
     (cand,) = compiled_candidates(doc)
     assert cand["status"] in ("ok", "not_faster"), cand["reason"]
-    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Tokeniser.split")
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
     printed = run_applied(tmp_path, target, cand["code"], "t = m.Tokeniser()\nprint(t.split('ab cd, e'))\n"
-                          "print(t._Tokeniser__words, type(vars(m.Tokeniser)['split']).__name__)")
+                          f"print(t._Tokeniser__words, type(vars(m.Tokeniser)['{stored}']).__name__)")
     assert printed.split("\n")[:2] == ["['ab', 'cd', 'e']", "3 cython_function_or_method"]
 
 
@@ -293,15 +297,3 @@ def test_typed_arguments_from_captured_signatures_only_where_every_call_agrees()
                   "pkg.Nested, dict[<4], float, dict[<4], float"]
     # value is a str in one call and an int in another: untyped. ratio has a default a call may leave it to.
     assert argument_types(method, [], method=True, signatures=signatures) == {"scale": "double", "data": "dict"}
-
-
-@pytest.mark.slow
-def test_a_private_method_compiled_with_cython_replaces_its_mangled_name(tmp_path: Path) -> None:
-    doc, _ = optimise(tmp_path, "plain_checksum.py", "Tokeniser.__emit", "--builtin", "cython", "--budget", "1",
-                      "--inputs", "plain_checksum.py::make_emit_inputs")
-    (cand,) = compiled_candidates(doc)
-    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
-    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Tokeniser.__emit")
-    printed = run_applied(tmp_path, target, cand["code"], "t = m.Tokeniser()\nprint(t.split('ab cd, e'))\n"
-                          "print(t._Tokeniser__words, type(vars(m.Tokeniser)['_Tokeniser__emit']).__name__)")
-    assert printed.split("\n")[:2] == ["['ab', 'cd', 'e']", "3 cython_function_or_method"]
