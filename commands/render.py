@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from redline.evaluator.models import ProposerUse, Report
@@ -56,6 +57,10 @@ def print_summary(report: Report) -> None:
             print(next_steps(report))
         return
     w = report.winner
+    if w.needs:
+        where = ", ".join(Path(f.path).name for f in w.files)
+        print(f"the winner needs {', '.join(w.needs)} where the program runs"
+              + (f" (added to {where}'s dependencies in the diff)" if where else ""))
     print(f"{'best so far (cancelled)' if report.cancelled else 'winner'} {w.id}: {w.speedup:.2f}x faster "
           f"(95% CI {w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})")
     if w.vs_compile_speedup is not None and w.vs_compile_ci95 is not None:

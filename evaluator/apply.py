@@ -51,5 +51,11 @@ def apply_winner(report: Report) -> str:
         target = load_target(f"{file}::{report.target.function}")
     except TargetError as exc:
         raise ApplyRefused(str(exc))
-    file.write_bytes(apply_candidate(target, code).encode())  # newlines as the file has them
+    new_source = apply_candidate(target, code)
+    for edit in report.winner.files:  # the dependencies it adds: only over the bytes the run saw
+        if not unchanged(Path(edit.path), edit.sha256):
+            raise ApplyRefused(f"{edit.path} changed since the run began; run the optimisation again")
+    file.write_bytes(new_source.encode())  # newlines as the file has them
+    for edit in report.winner.files:
+        Path(edit.path).write_text(edit.text)
     return str(file)

@@ -122,11 +122,21 @@ class CandidateResult(_Model):
     sanitizer: str | None = None  # compute-sanitizer's verdict on a verified CUDA candidate (or why it did not run)
 
 
+class FileEdit(_Model):
+    """Another file a winner changes (its project's dependencies), as the whole new text."""
+
+    path: str
+    sha256: str  # of the file when the edit was made: written only over those bytes
+    text: str
+
+
 class Winner(_Model):
     id: str
     speedup: float  # against the target as written (eager)
     speedup_ci95: tuple[float, float]
-    diff: str
+    diff: str  # the target's file, then each of `files`
+    needs: list[str] = []  # distributions the winner imports that the module did not (numba, cython)
+    files: list[FileEdit] = []  # pyproject.toml with `needs` added to its dependencies, where it has that list
     # For torch targets: the winner timed head-to-head against torch.compile of the target.
     vs_compile_speedup: float | None = None
     vs_compile_ci95: tuple[float, float] | None = None

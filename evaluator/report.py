@@ -6,18 +6,26 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from .models import CandidateResult, Interval, Report
+from .models import CandidateResult, FileEdit, Interval, Report
 from .proposers import Proposal
 from .stats import median, median_ci
 from .target import Target, TargetError
 
 
-def unified_diff(target: Target, new_source: str) -> str:
+def unified_diff(target: Target, new_source: str, files: Sequence[FileEdit] = ()) -> str:
+    """The winner's diff: the target's file, then each other file it changes (paths from the project root)."""
     name = target.file.name
-    return "".join(difflib.unified_diff(target.source.splitlines(keepends=True), new_source.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+    out = "".join(difflib.unified_diff(target.source.splitlines(keepends=True), new_source.splitlines(keepends=True),
+                                       f"a/{name}", f"b/{name}"))
+    for edit in files:
+        path = Path(edit.path)
+        rel = path.relative_to(target.project_root).as_posix() if path.is_relative_to(target.project_root) else str(path)
+        out += "".join(difflib.unified_diff(path.read_text().splitlines(keepends=True),
+                                            edit.text.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"))
+    return out
 
 
 def interval(times: list[float]) -> Interval | None:

@@ -17,6 +17,7 @@ from .archive import Archive
 from .backends import EvaluationPool, Job, LocalPool, PoolFactory
 from .config import ConfigError, ProjectConfig, load_config
 from .models import CandidateResult, Cost, EvalSettings, ProposerUse, Regression, Report, TargetInfo, Winner
+from .needs import dependency_edit, needs
 from .progress import (
     CandidateDone,
     CandidateStarted,
@@ -371,8 +372,14 @@ class Search:
                 continue
             if not self._memory_safe(pool, cand):
                 continue
+            required = needs(self.target, cand.code)
+            deps = dependency_edit(self.target.project_root, required) if required else None
+            files = [deps] if deps is not None else []
+            if required and deps is None:
+                self.notes.append(f"{cand.id} needs {', '.join(required)} where the program runs: add "
+                                  f"{'it' if len(required) == 1 else 'them'} to the project's dependencies")
             winner = Winner(id=cand.id, speedup=cand.speedup, speedup_ci95=cand.speedup_ci95,
-                            diff=unified_diff(self.target, new_source))
+                            diff=unified_diff(self.target, new_source, files), needs=required, files=files)
             if not original.ran:
                 return winner, original
             if not original.passed:

@@ -23,6 +23,7 @@ class Loaded:
     samples: int
     recorded_at: str  # ISO time: from `redline profile`'s index, else the file's modification time
     command: tuple[str, ...] = ()  # what `redline profile` ran to record it, where known
+    written: float = 0.0  # the file's modification time, to the sub-second: what a change is compared with
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def _samples(profile: Profile) -> int:
 
 
 def _loaded(path: str, profile: Profile, recorded: LastProfile | None) -> Loaded:
+    written = Path(path).stat().st_mtime
     if recorded is not None:
-        return Loaded(path, _samples(profile), recorded.recorded_at, tuple(recorded.command))
-    stamp = datetime.datetime.fromtimestamp(Path(path).stat().st_mtime, datetime.timezone.utc)
-    return Loaded(path, _samples(profile), stamp.isoformat(timespec="seconds"))
+        return Loaded(path, _samples(profile), recorded.recorded_at, tuple(recorded.command), written)
+    stamp = datetime.datetime.fromtimestamp(written, datetime.timezone.utc)
+    return Loaded(path, _samples(profile), stamp.isoformat(timespec="seconds"), (), written)

@@ -243,9 +243,18 @@ async def apply(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, f"redline: not applied: {reason}"))
         return {"applied": False, "reason": reason}
     version = doc.version if doc is not None else None
-    edit = lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
-        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=offer.uri, version=version),
-        edits=[_edit(offer.target.source, offer.new_source)])])
+    changes = [lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=offer.uri, version=version),
+                                    edits=[_edit(offer.target.source, offer.new_source)])]
+    for extra in offer.report.winner.files if offer.report.winner else []:  # the dependencies it adds
+        if not unchanged(Path(extra.path), extra.sha256):
+            reason = f"{extra.path} changed since the run began; run Optimise again"
+            ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning, f"redline: not applied: {reason}"))
+            return {"applied": False, "reason": reason}
+        changes.append(lsp.TextDocumentEdit(
+            text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=from_fs_path(extra.path) or extra.path,
+                                                                      version=None),
+            edits=[_edit(Path(extra.path).read_text(), extra.text)]))
+    edit = lsp.WorkspaceEdit(document_changes=changes)
     result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
         edit=edit, label=f"redline: apply verified winner ({offer.report.winner.speedup:.2f}x)"
         if offer.report.winner else "redline: apply winner"))

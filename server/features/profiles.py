@@ -4,7 +4,6 @@ change on disk, on `redline.loadProfile`) and refreshing every open document aft
 from __future__ import annotations
 
 import asyncio
-import datetime
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable
@@ -39,8 +38,8 @@ async def reload(ls: RedlineServer, announce: str | None = None) -> None:
                    for t in snap.loaded]})
     if announce is not None:
         ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, loaded_message(snap, announce)))
-    if snap.loaded:  # functions changed before the newest trace was recorded are measured by it
-        ls.runs.profiled_since(max(datetime.datetime.fromisoformat(t.recorded_at).timestamp() for t in snap.loaded))
+    if snap.loaded:  # functions changed before the newest trace was written are measured by it
+        ls.runs.profiled_since(max(t.written for t in snap.loaded))
     for uri in list(ls.workspace.text_documents):
         publish(ls, uri)
     refresh_views(ls)
