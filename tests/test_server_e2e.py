@@ -304,6 +304,9 @@ async def test_cancel_stops_the_run(client: LanguageClient, workspace: Path) -> 
     started = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="redline.optimise", arguments=[{"uri": uri, "function": "rolling_zscore"}]))
     token = f"redline-optimise-{started['runId']}"
+    # What the extension's "Cancel optimise" reads first: the runs in progress.
+    state = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="redline.status", arguments=[]))
+    assert started["runId"] in state["running"]
     client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
     finished = await EDITOR.wait("redline/runFinished", timeout=60)
     assert finished[0]["runId"] == started["runId"] and finished[0]["winner"] is None

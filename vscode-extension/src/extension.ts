@@ -202,6 +202,22 @@ async function optimiseHotspot(): Promise<void> {
   await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
 }
 
+/** `redline: Cancel optimise`: every run the server has in progress is cancelled (its progress then says
+ * "cancelling…" until its workers and any LLM request are stopped). */
+async function cancelRuns(): Promise<void> {
+  if (!client) return;
+  const state = await client.sendRequest<{ running?: string[] }>("workspace/executeCommand",
+    { command: "redline.status", arguments: [] });
+  const runs = state?.running ?? [];
+  if (runs.length === 0) {
+    void vscode.window.showInformationMessage("redline: no optimise run in progress");
+    return;
+  }
+  for (const runId of runs) {
+    await client.sendRequest("workspace/executeCommand", { command: "redline.cancel", arguments: [{ runId }] });
+  }
+}
+
 async function loadProfileFile(uri?: vscode.Uri): Promise<void> {
   const target = uri ?? (await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: "Load profile" }))?.[0];
   if (!target || !client) return;
@@ -312,6 +328,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("redline.rejectWinner", rejectWinner),
     vscode.commands.registerCommand("redline.setApiKey", () => setApiKey(context)),
     vscode.commands.registerCommand("redline.restartServer", () => restart(context)),
+    vscode.commands.registerCommand("redline.cancelRuns", cancelRuns),
     vscode.commands.registerCommand("redline.toggleHeat", () => {
       heatOn = !heatOn;
       vscode.window.visibleTextEditors.forEach(paintHeat);
