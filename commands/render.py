@@ -51,6 +51,9 @@ def print_summary(report: Report) -> None:
     if report.regression and report.regression.ran:
         print(f"project tests ({' '.join(report.regression.command)}): "
               + ("passed" if report.regression.passed else "failed"))
+    elif report.regression is not None and report.winner is not None:
+        print(f"project tests: none ran ({report.regression.output_tail}); set test_command in redline.toml "
+              "to run them on the winner")
     if report.winner is None:
         print("no candidate was verified faster than the baseline; nothing to apply")
         if not report.stopped and not report.cancelled:

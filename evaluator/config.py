@@ -33,6 +33,8 @@ class ProjectConfig(BaseModel):
     targets: dict[str, TargetConfig] = Field(default_factory=dict,
                                                   description='per target, keyed "path/file.py::qualname"')
     test_command: list[str] | None = Field(None, description="regression tests for a winner, e.g. ['pytest', '-q']")
+    prompt_values: bool = Field(False, description="captured calls' values (not only their types and shapes) "
+                                "may go into an LLM's prompt: they are the program's real data")
 
     def tolerance(self, key: str) -> tuple[float | None, float | None]:
         own = self.targets.get(key)

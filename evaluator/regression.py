@@ -60,7 +60,7 @@ def run_regression(target: Target, new_source: str, backend: ExecutionBackend, p
     if command is None:
         tests = covering_tests(target)
         if not tests:
-            return Regression(ran=False, passed=True, command=[], output_tail="no test imports the target's module")
+            return Regression(ran=False, passed=True, command=[], output_tail="no test file imports the target's module or a package it is in")
         command = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                    *[str(t.relative_to(target.project_root)) for t in tests]]
     scratch = Path(tempfile.mkdtemp(prefix="redline-regress-"))

@@ -3,6 +3,7 @@ the winner (after the project's own tests, and against torch.compile for torch c
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import uuid
@@ -254,7 +255,8 @@ class Search:
         ctx = Context(target=self.target, round=round_, history=list(self.archive.results), best=self.archive.best,
                       hotspot_note=self.hotspot_note, inputs=pool.inputs, hardware=pool.hardware,
                       device=self.settings.device, inputs_from=pool.inputs_info.source, bound=pool.bound,
-                      hot_lines=self.hot_lines)
+                      hot_lines=self.hot_lines, prompt_values=self.config.prompt_values,
+                      baseline_s=statistics.median(pool.baseline_times) if pool.baseline_times else None)
         out: list[Proposal] = []
         for p in sorted(self.proposers, key=lambda p: p.rank(ctx)):
             use = self.uses.get(p.name)

@@ -177,3 +177,42 @@ def test_cancel_stops_an_llm_request_in_flight_and_offers_the_best_so_far(tmp_pa
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["cancelled"] and [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
     assert "best so far (cancelled) c1:" in out
+
+
+SCALE = "```python\ndef scale(values, factor, lock=None):\n    return [v * factor for v in values]\n```"
+
+
+def test_captured_values_stay_out_of_the_prompt_unless_redline_toml_allows_them(tmp_path: Path) -> None:
+    shutil.copy(TESTS / "captured" / "app.py", tmp_path / "app.py")
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "app.py::scale", "--", sys.executable, "app.py", cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr
+
+    def prompt() -> str:
+        with ScriptedOpenAI([{"reply": SCALE}]) as server:
+            res = redline("optimise", "app.py::scale", "--no-builtin", "--base-url", server.url, "--model", "m",
+                          "--rounds", "1", "--llm-candidates", "1", cwd=tmp_path)
+            assert res.returncode == 0, res.stderr[-2000:]
+            return server.requests[0]["messages"][-1]["content"]
+
+    withheld = prompt()
+    assert "- argument 2: int\n" in withheld and "e.g." not in withheld  # the type, not the program's value
+    assert f"In the captured run (`{sys.executable} app.py`) it was called 30 times." in withheld
+    (tmp_path / "redline.toml").write_text("prompt_values = true\n")
+    assert "- argument 2: int (e.g. 2)\n" in prompt()
+
+
+def test_a_description_without_its_values() -> None:
+    from redline.evaluator.proposers.llm import without_values
+
+    assert [without_values(d) for d in ["int (e.g. 5)", "list of 3 x float (e.g. 0.5)", "dict of 2 ('user', 'token')",
+                                        "str of length 12", "numpy.ndarray float64 shape (3,)"]] == \
+        ["int", "list of 3 x float", "dict of 2", "str of length 12", "numpy.ndarray float64 shape (3,)"]
+
+
+def test_once_timed_the_prompt_says_what_a_call_of_the_original_costs(tmp_path: Path) -> None:
+    with ScriptedOpenAI([{"reply": GOOD}, {"reply": GOOD}]) as server:
+        run(tmp_path, server, "--rounds", "2", "--llm-candidates", "1")
+    first, second = (r["messages"][-1]["content"] for r in server.requests)
+    assert "One call of the original takes" not in first  # nothing timed yet
+    assert "One call of the original takes " in second and " ms (median, as timed here)." in second

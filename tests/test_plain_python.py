@@ -163,6 +163,7 @@ def test_plain_python_rewrites_win_offline_and_apply(tmp_path: Path) -> None:
     assert winner["speedup_ci95"][0] > 1.05, winner
     assert {u["name"]: u["proposed"] for u in doc["proposers"]}["python-rewrites"] >= 2
     assert "proposers: ruff-fixes " in out and "python-rewrites " in out
+    assert "project tests: none ran (no test file imports the target's module or a package it is in)" in out
     # Applied: the file now holds the rewrite, and it gives the original's results.
     applied = load(tmp_path / "work" / "plain_records.py")
     assert "redline_re_0" in (tmp_path / "work" / "plain_records.py").read_text() or "ruff" in won["origin"]

@@ -37,6 +37,8 @@ class Context:
     bound: str = ""  # on CUDA: what limits the target (launch-bound, memory-bound, compute-bound)
     inputs_from: str = "make_inputs"  # or "captured", "kernelbench"
     hot_lines: dict[int, float] = field(default_factory=dict)  # the file's line -> its share of the profile
+    prompt_values: bool = False  # redline.toml allows captured values (real data) into an LLM's prompt
+    baseline_s: float | None = None  # the original's median call time, once the run has timed it
 
 
 class NotApplicable(Exception):

@@ -68,11 +68,14 @@ def build_prompt(ctx: Context) -> str:
     parts = [f"Make `{t.qualname}` in {t.file.name} faster. Hardware: {ctx.hardware or f'{cpu_model()}, {os.cpu_count()} cores'}.",
              f"The function (lines {t.fn.line}-{t.fn.end_line}):\n```python\n{t.function_source}```",
              f"The whole module, for context:\n```python\n{t.source[:12000]}```"]
+    captured = ctx.inputs_from == "captured"
     if ctx.inputs:
-        where = "real calls captured from the program's own run, this one among them" if ctx.inputs_from == "captured" \
+        where = "real calls captured from the program's own run, this one among them" if captured \
             else "from make_inputs; values are fresh each call"
+        described = ctx.inputs if not captured or ctx.prompt_values else [without_values(d) for d in ctx.inputs]
         parts.append(f"It is timed on arguments like these ({where}):\n"
-                     + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(ctx.inputs)))
+                     + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(described)))
+    parts += _calls(ctx)
     if ctx.hotspot_note:
         parts.append("Profile: " + ctx.hotspot_note)
     fb = _feedback(ctx.history)
@@ -82,6 +85,26 @@ def build_prompt(ctx: Context) -> str:
         parts.append(f"The best verified so far is {ctx.best.id} at {ctx.best.speedup:.2f}x:\n```python\n"
                      f"{ctx.best.code}```\nImprove on it.")
     return "\n\n".join(parts)
+
+
+def _calls(ctx: Context) -> list[str]:
+    """How often the target runs and how long a call takes: what a faster call is worth."""
+    out = []
+    manifest = ctx.target.inputs.manifest
+    if ctx.inputs_from == "captured" and manifest is not None:
+        out.append(f"In the captured run (`{' '.join(manifest.command)}`) it was called {manifest.calls_seen:,} times.")
+    baseline = ctx.baseline_s or next((r.baseline_median_s for r in ctx.history if r.baseline_median_s), None)
+    if baseline:
+        out.append(f"One call of the original takes {baseline * 1e3:.3g} ms (median, as timed here).")
+    return out
+
+
+def without_values(description: str) -> str:
+    """An argument's description with its values taken out (a scalar's example, a dict's keys): captured
+    calls are the program's real data, and only their types and shapes go to an LLM unless redline.toml
+    says `prompt_values = true`."""
+    text = re.sub(r" \(e\.g\. .*?\)(?=$| x |,)", "", description)
+    return re.sub(r"^dict of (\d+) \(.*\)$", r"dict of \1", text)
 
 
 _SEARCH = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n>>>>>>> REPLACE", re.S)
