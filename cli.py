@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     hs.add_argument("traces", nargs="+", type=Path)
     hs.add_argument("--root", type=Path, default=Path("."), help="workspace root that trace paths map onto")
     hs.add_argument("--top", type=int, default=20)
-    hs.add_argument("--json", action="store_true", help="print the JSON document of DESIGN.md")
+    hs.add_argument("--json", action="store_true", help="print the JSON document (docs/cli.md)")
 
     op = sub.add_parser("optimise", aliases=["optimize"], help="search for a verified faster version of one function")
     op.add_argument("target", help="FILE::QUALNAME")

@@ -1,4 +1,4 @@
-"""`redline optimise`: progress on the terminal, the diff and speedup at the end, exit codes of DESIGN.md."""
+"""`redline optimise`: progress on the terminal, the diff and speedup at the end, exit codes of docs/cli.md."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
 
 def stopped(args: argparse.Namespace, target: Target | None, exc: Exception, code: int = EXIT_USAGE) -> int:
     """Say why the run stopped before judging any candidate, on stderr and in the --json report; returns
-    `code`, the exit code of DESIGN.md (2 for the target, its inputs or a setting; 3 for infrastructure)."""
+    `code`, the exit code of docs/cli.md (2 for the target, its inputs or a setting; 3 for infrastructure)."""
     print(f"redline optimise: {exc}", file=sys.stderr)
     if args.json_report:
         status = "unsupported" if isinstance(exc, UnsupportedTarget) else "error"

@@ -1,4 +1,4 @@
-"""Boundary types of the evaluator: settings, stage results, the report (DESIGN.md)."""
+"""Boundary types of the evaluator: settings, stage results, the report (its contract: docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The run's record: its log under `.redline/runs/<run-id>/` (what resume reads back), the report
-(JSON, DESIGN.md) and its markdown summary."""
+(JSON, its contract in docs/cli.md) and its markdown summary."""
 
 from __future__ import annotations
 

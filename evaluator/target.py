@@ -171,7 +171,7 @@ def _defines(source: str, name: str) -> bool:
 
 
 def extract_code(reply: str) -> str | None:
-    """The first fenced ```python block of an LLM reply (DESIGN.md), else None."""
+    """The first fenced ```python block of an LLM reply (docs/cli.md, Candidate files), else None."""
     m = re.search(r"```(?:python|py)[^\n]*\n(.*?)```", reply, re.S)
     return textwrap.dedent(m.group(1)) if m else None
 

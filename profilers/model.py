@@ -196,7 +196,7 @@ class Hotspot(_Out):
 
 
 class HotspotReport(_Out):
-    """The `redline hotspots --json` document (DESIGN.md)."""
+    """The `redline hotspots --json` document (its contract: docs/cli.md)."""
 
     traces: list[str]
     total_weight: float

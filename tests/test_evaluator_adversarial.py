@@ -1,4 +1,4 @@
-"""Every cheat of DESIGN.md as a candidate, fed through the real `redline optimise` CLI.
+"""Every cheat docs/trust-model.md lists as a candidate, fed through the real `redline optimise` CLI.
 
 One CLI run evaluates the whole directory; each candidate's status and the words of its reason
 are asserted. The honest vectorised rewrite must win; the exact copy must not.

@@ -24,7 +24,7 @@ def fresh_seeds(n: int) -> list[int]:
 
 
 class InputsInfo(BaseModel):
-    """The report's account of where the inputs came from (DESIGN.md, Inputs)."""
+    """The report's account of where the inputs came from (docs/cli.md, `redline optimise`)."""
 
     model_config = ConfigDict(extra="forbid")
     source: str
