@@ -1,6 +1,7 @@
 // The VS Code client: starts the Python server, shows what it sends, forwards what the user does.
 // Every decision lives in the server (redline.server); this file holds none.
 import { ChildProcess, spawn } from "child_process";
+import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import {
@@ -16,6 +17,7 @@ import {
   HeatLine,
   heatBuckets,
   heatColour,
+  mergeFramesByFunction,
   nonce,
   pickInterpreter,
   revealTarget,
@@ -243,10 +245,15 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
     return;
   }
   const media = vscode.Uri.joinPath(context.extensionUri, "media", "speedscope");
-  const traceDir = vscode.Uri.file(path.dirname(trace));
+  // Frames merged by function, as the lenses count them (py-spy records one per line), in the
+  // extension's own storage; the flame graph takes the whole editor area, Left Heavy.
+  const store = context.globalStorageUri;
+  fs.mkdirSync(store.fsPath, { recursive: true });
+  const merged = vscode.Uri.joinPath(store, `by-function-${path.basename(trace)}`);
+  fs.writeFileSync(merged.fsPath, mergeFramesByFunction(fs.readFileSync(trace, "utf8")));
   flamePanel?.dispose();
   flamePanel = vscode.window.createWebviewPanel("redlineFlameGraph", `Flame graph: ${path.basename(trace)}`,
-    vscode.ViewColumn.Beside, { enableScripts: true, localResourceRoots: [media, traceDir] });
+    vscode.ViewColumn.Active, { enableScripts: true, localResourceRoots: [media, store] });
   const web = flamePanel.webview;
   web.onDidReceiveMessage(async (msg) => {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -255,7 +262,7 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
     try {
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(where.file));
       const pos = new vscode.Position(where.line - 1, 0);
-      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(pos, pos) });
+      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, selection: new vscode.Range(pos, pos) });
     } catch (err) {
       void vscode.window.showWarningMessage(`redline: cannot open ${where.file}: ${err}`);
     }
@@ -265,7 +272,7 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
     nonce: nonce(),
     indexScript: web.asWebviewUri(vscode.Uri.joinPath(media, "speedscope.js")).toString(),
     cssUrl: web.asWebviewUri(vscode.Uri.joinPath(media, "speedscope.css")).toString(),
-    profileUrl: web.asWebviewUri(vscode.Uri.file(trace)).toString(),
+    profileUrl: web.asWebviewUri(merged).toString(),
     title: path.basename(trace),
   });
 }

@@ -84,7 +84,7 @@ export function flameGraphHtml(opts: { cspSource: string; nonce: string; indexSc
 <title>${esc(opts.title)}</title>
 <link rel="stylesheet" href="${esc(opts.cssUrl)}">
 </head><body>
-<script nonce="${opts.nonce}">window.location.hash = ${JSON.stringify("#profileURL=" + encodeURIComponent(opts.profileUrl) + "&title=" + encodeURIComponent(opts.title))};</script>
+<script nonce="${opts.nonce}">window.location.hash = ${JSON.stringify("#profileURL=" + encodeURIComponent(opts.profileUrl) + "&title=" + encodeURIComponent(opts.title) + "&view=left-heavy")};</script>
 <script nonce="${opts.nonce}" src="${esc(opts.indexScript)}"></script>
 <script nonce="${opts.nonce}">${REVEAL_SCRIPT}</script>
 </body></html>`;
@@ -141,4 +141,64 @@ export function statusText(p: { traces: string[]; samples: number; errors: strin
   if (running > 0) return `$(sync~spin) redline: optimising (${running})`;
   if (!p || p.traces.length === 0) return p && p.errors.length ? "$(warning) redline: trace error" : "redline: no profile";
   return `$(flame) redline: ${p.traces.length} trace${p.traces.length === 1 ? "" : "s"} · ${p.samples.toLocaleString("en-US")} samples`;
+}
+
+/** A trace with its frames merged by function, as the lenses count them: py-spy records a frame per
+ * line, so one function shows as several boxes. Each function keeps the first line it was sampled at
+ * (clicking it opens the function there). Speedscope JSON (sampled and evented profiles) and py-spy's
+ * collapsed stacks; anything else is returned as it is. */
+export function mergeFramesByFunction(text: string): string {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith("{")) {
+    let doc: { shared?: { frames?: { name: string; file?: string; line?: number }[] }; profiles?: unknown[] };
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      return text;
+    }
+    const frames = doc.shared?.frames;
+    if (!Array.isArray(frames) || !Array.isArray(doc.profiles)) return text;
+    const merged: { name: string; file?: string; line?: number }[] = [];
+    const byKey = new Map<string, number>();
+    const remap = frames.map((f) => {
+      const key = `${f.name}\u0000${f.file ?? ""}`;
+      let at = byKey.get(key);
+      if (at === undefined) {
+        at = merged.length;
+        byKey.set(key, at);
+        merged.push({ ...f });
+      } else if (f.line !== undefined && (merged[at].line === undefined || f.line < (merged[at].line as number))) {
+        merged[at].line = f.line;
+      }
+      return at;
+    });
+    for (const p of doc.profiles as { type?: string; samples?: number[][]; events?: { frame: number }[] }[]) {
+      if (p.type === "sampled" && Array.isArray(p.samples)) p.samples = p.samples.map((s) => s.map((i) => remap[i]));
+      if (p.type === "evented" && Array.isArray(p.events)) p.events = p.events.map((e) => ({ ...e, frame: remap[e.frame] }));
+    }
+    doc.shared = { ...doc.shared, frames: merged };
+    return JSON.stringify(doc);
+  }
+  // Collapsed stacks: "name (file:line);name (file:line) count"; each function at its first line seen.
+  const first = new Map<string, number>();
+  const frame = /^(.*) \((.*):(\d+)\)$/;
+  const lines = text.split("\n");
+  for (const line of lines) {
+    for (const f of line.slice(0, line.lastIndexOf(" ")).split(";")) {
+      const m = frame.exec(f);
+      if (m) {
+        const key = `${m[1]} (${m[2]}`;
+        first.set(key, Math.min(first.get(key) ?? Infinity, Number(m[3])));
+      }
+    }
+  }
+  return lines.map((line) => {
+    const cut = line.lastIndexOf(" ");
+    if (cut < 0) return line;
+    const stack = line.slice(0, cut).split(";").map((f) => {
+      const m = frame.exec(f);
+      return m ? `${m[1]} (${m[2]}:${first.get(`${m[1]} (${m[2]}`)})` : f;
+    });
+    return `${stack.join(";")}${line.slice(cut)}`;
+  }).join("\n");
 }

@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameGraphHtml, heatBuckets, heatColour, nonce, pickInterpreter, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
+import { flameGraphHtml, heatBuckets, heatColour, mergeFramesByFunction, nonce, pickInterpreter, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -70,4 +70,27 @@ test("reveal: frames map onto files, bad messages are ignored", () => {
   assert.equal(revealTarget({ type: "reveal", file: "<frozen importlib._bootstrap>", line: 3 }, "/ws"), undefined);
   assert.equal(revealTarget({ type: "reveal", file: "a.py", line: 0 }, "/ws"), undefined);
   assert.equal(revealTarget("nonsense", "/ws"), undefined);
+});
+
+test("flame graph frames merged by function: one box per function, at its first line", () => {
+  const doc = {
+    shared: { frames: [{ name: "main", file: "app.py", line: 30 }, { name: "work", file: "app.py", line: 12 },
+                       { name: "work", file: "app.py", line: 9 }, { name: "work", file: "lib.py", line: 3 }] },
+    profiles: [{ type: "sampled", samples: [[0, 1], [0, 2], [0, 3]], weights: [1, 1, 1] },
+               { type: "evented", events: [{ type: "O", frame: 2, at: 0 }, { type: "C", frame: 2, at: 1 }] }],
+  };
+  const out = JSON.parse(mergeFramesByFunction(JSON.stringify(doc)));
+  assert.deepEqual(out.shared.frames, [{ name: "main", file: "app.py", line: 30 }, { name: "work", file: "app.py", line: 9 },
+                                       { name: "work", file: "lib.py", line: 3 }]);
+  assert.deepEqual(out.profiles[0].samples, [[0, 1], [0, 1], [0, 2]]);
+  assert.deepEqual(out.profiles[1].events.map((e) => e.frame), [1, 1]);
+  const collapsed = "main (app.py:30);work (app.py:12) 5\nmain (app.py:30);work (app.py:9) 2\n";
+  assert.equal(mergeFramesByFunction(collapsed), "main (app.py:30);work (app.py:9) 5\nmain (app.py:30);work (app.py:9) 2\n");
+  assert.equal(mergeFramesByFunction("not a trace"), "not a trace");
+});
+
+test("flame graph opens Left Heavy", () => {
+  const html = flameGraphHtml({ cspSource: "vscode-resource:", nonce: "n", indexScript: "s.js", profileUrl: "p.json",
+                                cssUrl: "s.css", title: "t" });
+  assert.match(html, /&view=left-heavy/);
 });
