@@ -9,6 +9,7 @@ runs a fast subset in CI.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import copy
 import importlib.util
@@ -48,6 +49,19 @@ LIBRARIES = [
     Library("pycparser", ("pycparser",), 400, "AST nodes in __slots__, lexer tokens, coordinates"),
     Library("sortedcontainers", ("sortedcontainers",), 120, "methods that change their object's lists in place"),
 ]
+
+
+def bench_arguments() -> argparse.ArgumentParser:
+    """The options every corpus benchmark takes: --top N functions, --scale X of the workload, --only NAMES."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--only", default="", help="comma-separated library names (default: all)")
+    return ap
+
+
+def libraries(only: str) -> list[Library]:
+    return [lib for lib in LIBRARIES if not only or lib.name in only.split(",")]
 
 
 def workspace(lib: Library, root: Path) -> Path:

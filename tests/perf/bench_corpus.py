@@ -14,7 +14,6 @@ run's); then a summary line: copies `not_faster`, wrong rewrites `incorrect`, fa
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -23,17 +22,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "corpus"))
-from corpus import LIBRARIES, Result, run_library
+from corpus import Result, bench_arguments, libraries, run_library
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--top", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--only", default="")
+    ap = bench_arguments()
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    chosen = [lib for lib in LIBRARIES if not args.only or lib.name in args.only.split(",")]
+    chosen = libraries(args.only)
     root = Path(tempfile.mkdtemp(prefix="redline-bench-corpus-"))
     results: list[Result] = []
     started = time.perf_counter()

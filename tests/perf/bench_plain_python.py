@@ -12,7 +12,6 @@ targets with a verified winner, its median speedup, and candidates per verdict.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -22,17 +21,14 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "corpus"))
-from corpus import LIBRARIES, captured, redline
+from corpus import bench_arguments, captured, libraries, redline
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--top", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--only", default="")
+    ap = bench_arguments()
     ap.add_argument("--budget", type=int, default=12)
     args = ap.parse_args()
-    chosen = [lib for lib in LIBRARIES if not args.only or lib.name in args.only.split(",")]
+    chosen = libraries(args.only)
     root = Path(tempfile.mkdtemp(prefix="redline-bench-plain-"))
     started = time.perf_counter()
     verdicts: Counter[str] = Counter()
