@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--top", type=int, default=3, help="without --target: how many hot functions (default 3)")
     ca.add_argument("--calls", type=int, default=64, help="calls kept per function (default 64)")
     ca.add_argument("--max-mb", type=float, default=256.0, help="most MiB kept per function (default 256)")
+    ca.add_argument("--duration", type=float, default=None, metavar="S",
+                    help="stop the command after S seconds (SIGTERM, as a service manager does) and keep its calls")
     ca.add_argument("--clear", action="store_true",
                     help="delete the captured calls (of the --target functions, else all) and exit")
     ca.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (default: the last profiled command)")
@@ -178,7 +180,9 @@ def _capture(args: argparse.Namespace) -> int:
             trace, targets = hot_targets(root, args.top)
             print(f"capturing the {len(targets)} hottest functions of {trace.name}: "
                   + ", ".join(t.spec for t in targets), file=sys.stderr)
-        result = run_capture(targets, cmd, cwd, args.calls, args.max_mb)
+        if args.duration is not None:
+            print(f"running for {args.duration:g} s, then stopping it", file=sys.stderr)
+        result = run_capture(targets, cmd, cwd, args.calls, args.max_mb, duration=args.duration)
     except (CaptureError, StoreError) as exc:
         print(f"redline capture: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -187,7 +191,7 @@ def _capture(args: argparse.Namespace) -> int:
               f"{folder}")
         for why, n in {**m.unrecordable, **m.dropped}.items():
             print(f"  {n} calls not kept: {why}")
-    if result.exit_code != 0:
+    if result.exit_code != 0 and not result.stopped:
         print(f"redline capture: the command exited with {result.exit_code}; what it called was kept",
               file=sys.stderr)
         return result.exit_code

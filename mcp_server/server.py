@@ -160,10 +160,11 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
 
     @server.tool()
     async def capture(command: list[str] | None = None, targets: list[str] | None = None, top: int = 3,
-                      calls: int = 64, max_mb: float = 256.0) -> dict[str, Any]:
+                      calls: int = 64, max_mb: float = 256.0, duration: float | None = None) -> dict[str, Any]:
         """Run a command (default: the last profiled one) and keep real calls of functions (FILE::QUALNAME;
         default: the `top` hottest of the workspace's own code in the latest trace) as their inputs, for
-        optimise. Returns the command's exit code and, per function, the calls kept and what was not."""
+        optimise; a service is stopped after `duration` seconds (SIGTERM) with its calls kept. Returns the
+        command's exit code (and `stopped`) and, per function, the calls kept and what was not."""
         try:
             cmd, cwd = list(command or []), root
             if not cmd:
@@ -173,10 +174,11 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
                 cmd, cwd = last.command, Path(last.cwd)
             chosen = [capture_target(_rooted(t, resolve)) for t in targets or []] or hot_targets(root, top)[1]
             result = await anyio.to_thread.run_sync(lambda: run_capture(chosen, cmd, cwd, calls, max_mb,
-                                                                                 stdio_to_stderr=True))
+                                                                                 stdio_to_stderr=True,
+                                                                                 duration=duration))
         except (CaptureError, StoreError) as exc:
             raise ToolError(str(exc))
-        return {"exit_code": result.exit_code, "command": cmd, "targets": [
+        return {"exit_code": result.exit_code, "stopped": result.stopped, "command": cmd, "targets": [
             {"target": t.spec, "store": str(folder), "calls_seen": m.calls_seen, "calls_kept": m.calls_kept,
              "signatures": len(m.signatures), "not_kept": {**m.unrecordable, **m.dropped}}
             for t, m, folder in result.manifests]}

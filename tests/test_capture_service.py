@@ -28,9 +28,10 @@ def service(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def start(work: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([sys.executable, "-m", "redline.cli", "capture", "--target", "service.py::score", "--",
-                             sys.executable, "service.py", *args], cwd=work, stdout=subprocess.PIPE,
+def start(work: Path, *args: str, duration: str = "") -> tuple[subprocess.Popen[str], int]:
+    stop = ["--duration", duration] if duration else []
+    proc = subprocess.Popen([sys.executable, "-m", "redline.cli", "capture", "--target", "service.py::score", *stop,
+                             "--", sys.executable, "service.py", *args], cwd=work, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -87,3 +88,21 @@ def test_pre_forked_workers_that_end_with_os_exit_keep_their_calls(service: Path
     m = seen(service)
     assert rc == 0, err
     assert m["calls_seen"] == REQUESTS and m["calls_kept"] == REQUESTS and m["processes"] == 2, out
+
+
+def test_a_service_run_for_a_duration_is_stopped_and_keeps_its_calls(service: Path) -> None:
+    proc, port = start(service, duration="3")
+    served = 0
+    while True:  # until the service stops accepting: --duration ends it, however many were served by then
+        try:
+            post(port, served)
+        except OSError:
+            break
+        served += 1
+    rc, out, err = finish(proc)
+    assert rc == 0, err  # stopped as asked: not an error
+    m = seen(service)
+    # Every answered request was kept; one the stop cut off mid-answer may be too.
+    assert served > 0 and m["calls_seen"] in (served, served + 1), (served, m["calls_seen"])
+    assert f"service.py::score: kept {m['calls_kept']} of {m['calls_seen']} calls" in out and m["calls_kept"] > 0
+    assert "running for 3 s, then stopping it" in err

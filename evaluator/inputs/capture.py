@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ class CaptureTarget:
 class CaptureResult:
     exit_code: int
     manifests: list[tuple[CaptureTarget, Manifest, Path]]
+    stopped: bool = False  # the command ran for the whole `duration` and was stopped (SIGTERM)
 
 
 def capture_target(spec: str) -> CaptureTarget:
@@ -98,10 +100,14 @@ def script_command(cmd: list[str]) -> list[str]:
 
 def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
                 max_mb: float = 256.0, cancel: threading.Event | None = None,
-                stdio_to_stderr: bool = False) -> CaptureResult:
+                stdio_to_stderr: bool = False, duration: float | None = None) -> CaptureResult:
     """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests.
     Setting `cancel` kills the command's process group; what it had kept is not written. With
+    `duration` (a service, which does not end by itself), the command's process group is sent SIGTERM
+    after that many seconds, as a service manager stops it, and what it kept is written. With
     `stdio_to_stderr` (see child_stdio), nothing the command writes reaches this process's stdout."""
+    if duration is not None and duration <= 0:
+        raise CaptureError("--duration must be more than 0 seconds")
     if calls < 1:
         raise CaptureError("--calls must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
@@ -114,13 +120,14 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
                                                          env.get("PYTHONPATH", "")) if p)
         env["REDLINE_CAPTURE"] = str(work / "plan.json")
         started = datetime.datetime.now(datetime.timezone.utc)
-        rc = _run(script_command(cmd), cwd, env, cancel, stdio_to_stderr)
+        stopped = threading.Event()
+        rc = _run(script_command(cmd), cwd, env, cancel, stdio_to_stderr, duration, stopped)
         processes = _read_processes(work)
         out = []
         for t in targets:
             manifest, folder = _write_store(t, processes, calls, max_mb, cmd, cwd, started, rc)
             out.append((t, manifest, folder))
-        return CaptureResult(rc, out)
+        return CaptureResult(rc, out, stopped.is_set())
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -137,23 +144,33 @@ def _lend_cloudpickle(work: Path) -> str:
     return str(lib)
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None, to_stderr: bool) -> int:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None, to_stderr: bool,
+         duration: float | None = None, stopped: threading.Event | None = None) -> int:
+    watched = cancel is not None or duration is not None
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=cancel is not None, **child_stdio(to_stderr))
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=watched, **child_stdio(to_stderr))
     except OSError as exc:
         raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
+    stop_at = time.monotonic() + duration if duration is not None else None
+    stopped = stopped or threading.Event()
     with _forwarding(proc):
         try:
             while True:
                 try:
-                    rc = proc.wait(timeout=0.2 if cancel is not None else None)
+                    rc = proc.wait(timeout=0.2 if watched else None)
                     break
                 except subprocess.TimeoutExpired:
                     if cancel is not None and cancel.is_set():
                         os.killpg(proc.pid, signal.SIGKILL)
                         proc.wait()
                         raise CaptureError("capture cancelled")
+                    if stop_at is not None and time.monotonic() >= stop_at:
+                        stop_at = None  # once: the program's own handlers finish the job (the recorder flushes)
+                        stopped.set()
+                        os.killpg(proc.pid, signal.SIGTERM)
         except KeyboardInterrupt:
+            if watched:  # in a session of its own, it did not get the Ctrl-C: pass it on
+                os.killpg(proc.pid, signal.SIGINT)
             proc.wait()  # the command got the same Ctrl-C; what it kept before is still written
             rc = proc.returncode
     return rc if rc >= 0 else 128 - rc
