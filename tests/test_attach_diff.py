@@ -95,7 +95,7 @@ def test_ctrl_c_ends_an_attach_and_keeps_what_was_sampled(service: Service, tmp_
     for line in attach.stderr:
         if line.startswith("py-spy> Sampling process"):
             break
-    service.wait_served(20)
+    service.wait_served(150)  # about a second of requests: enough samples to read a share from
     os.killpg(attach.pid, signal.SIGINT)
     out, err = attach.communicate(timeout=60)
     assert attach.returncode == 0, err
@@ -194,8 +194,9 @@ def test_diff_of_two_real_recordings_shows_the_change_where_it_was_made(tmp_path
     doc = json.loads(run.stdout)
     by_name = {c["function"]: c for c in doc["functions"]}
     parse, total = by_name["parse"], by_name["total"]
-    assert parse["status"] == total["status"] == "changed"
-    assert doc["functions"][0]["function"] == "parse" and parse["self_delta"] < -0.15, parse
+    assert parse["status"] == total["status"] == "changed", doc["functions"]
+    # parse lost its share (total gained about as much: shares are of each trace's own total).
+    assert parse["self_delta"] < -0.15 and parse in doc["functions"][:2], parse
     assert parse["after_self_weight"] < 0.5 * parse["before_self_weight"], parse
     # The rest about the same: total's own time, in seconds, within a third.
     assert 0.67 < total["after_self_weight"] / total["before_self_weight"] < 1.5, total
