@@ -31,7 +31,7 @@ def needs(target: Target, code: str) -> list[str]:
         if top in own or top in sys.stdlib_module_names or top == "__future__" or _is_local(target, top):
             continue
         found.append((owners.get(top) or [top])[0])
-    if _CYTHON_HELPER in code and "class _RedlineCython:" not in target.source:
+    if _CYTHON_HELPER in code and _CYTHON_HELPER not in target.source:
         found.append("cython")
     return sorted(dict.fromkeys(d.lower() for d in found))
 

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redline.evaluator.inputs.store import LastProfile, is_bookkeeping, read_profile_index
+from redline.evaluator.inputs.store import LastProfile, ProfileIndex, is_bookkeeping, read_profile_index
 from redline.profilers import Hotspot, ParseError, Profile, hotspots, read
 from redline.profilers.diff import FunctionChange
 from redline.profilers.diff import diff as profile_diff
@@ -61,26 +61,27 @@ class ProfileStore:
             if path not in self._explicit:
                 self._explicit.append(path)
 
-    def trace_paths(self, globs: list[str], merge: bool = False) -> tuple[list[str], list[str]]:
+    def trace_paths(self, globs: list[str], index: ProfileIndex, merge: bool = False) -> tuple[list[str], list[str]]:
         """The traces to load, and those left out: older recordings of a command `redline profile`
-        recorded again in the same folder (unless `merge`), which the newer one replaces. A trace the
-        user loaded by name is always loaded."""
+        recorded again in the same folder (`index`; unless `merge`), which the newer one replaces. A
+        trace the user loaded by name is always loaded."""
         matched: list[str] = []
         for pattern in globs:
             for p in sorted(glob.glob(str(self.root / pattern), recursive=True)):
                 if Path(p).is_file() and p not in matched and not is_bookkeeping(Path(p), self.root):
                     matched.append(p)
         resolved = {str(Path(p).resolve()): p for p in matched}
-        superseded = set() if merge else read_profile_index(self.root).superseded(set(resolved))
+        superseded = set() if merge else index.superseded(set(resolved))
         with self._lock:
-            explicit = [p for p in self._explicit if p not in matched]
-        left = [resolved[r] for r in resolved if r in superseded and resolved[r] not in self._explicit]
+            named = list(self._explicit)
+        explicit = [p for p in named if p not in matched]
+        left = [resolved[r] for r in resolved if r in superseded and resolved[r] not in named]
         return [p for p in matched if p not in left] + explicit, left
 
     def load(self, globs: list[str], merge: bool = False) -> Snapshot:
         """Read every trace (bad ones are reported, not fatal) and swap in the new snapshot."""
-        paths, superseded = self.trace_paths(globs, merge)
-        index = read_profile_index(self.root)
+        index = read_profile_index(self.root)  # read once: which recordings replace which, and their commands
+        paths, superseded = self.trace_paths(globs, index, merge)
         merged = Profile()
         errors: list[str] = []
         ok: list[str] = []
