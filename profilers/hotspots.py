@@ -65,14 +65,16 @@ class Resolver:
                 return Place(self.ws.display(kpath), fn.qualname, fn.line, fn.end_line, True)  # type: ignore[attr-defined]
         if path is not None and frame.kind in ("python", "kernel"):
             fns = functions_in(path)
-            fn = enclosing(fns, frame.line) if frame.line else None
             short = frame.name.rsplit(".", 1)[-1]
+            # Module-level code is in no function, even at a `def` line (the def statement running).
+            fn = enclosing(fns, frame.line) if frame.line and frame.name != "<module>" else None
             if fn is None and frame.name != "<module>":
                 fn = by_name(fns, frame.name)
             elif fn is not None and not short.startswith("<") and fn.name != short:
                 # The line is in another function: the file changed since the trace was recorded (an
-                # older trace of an edited file). The function the frame names, where it is now.
-                fn = by_name(fns, frame.name) or fn
+                # older trace of an edited file), so the function the frame names, where it is now; or
+                # a class body runs the def statement of one of its methods, which is in no function.
+                fn = by_name(fns, frame.name) or (None if frame.line == fn.line else fn)
             if fn is not None:
                 return Place(self.ws.display(path), fn.qualname, fn.line, fn.end_line, in_ws)
             line = frame.line or 1

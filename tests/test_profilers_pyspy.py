@@ -152,6 +152,19 @@ def test_recursion_counts_once_per_sample(tmp_path: Path) -> None:
     assert got["f"].total_fraction == 0.5 and got["f"].self_fraction == 0.5
 
 
+def test_module_and_class_code_at_a_def_line_is_in_no_function(tmp_path: Path) -> None:
+    # Importing a module or running a class body executes its def statements: a sample there is the
+    # module's or the class's, not the function's (which may never be called).
+    (tmp_path / "app.py").write_text("import re\n\ndef unused(x):\n    return x\n\nclass Table:\n"
+                                     "    def row(self):\n        return 1\n\ndef main():\n    Table().row()\n")
+    raw = tmp_path / "imp.txt"
+    raw.write_text("<module> (app.py:3) 5\n<module> (app.py:6);Table (app.py:7) 5\n"
+                   "<module> (app.py:11);main (app.py:11);Table.row (app.py:8) 10\n")
+    got = {h.function: h for h in report([raw], tmp_path).hotspots}
+    assert "unused" not in got and got["Table.row"].total_fraction == 0.5, sorted(got)
+    assert got["Table"].self_fraction == 0.25 and "Table.row" not in {h.function for h in got["Table"].callers}
+
+
 def test_profile_command_writes_trace_and_passes_exit_code(tmp_path: Path) -> None:
     script = tmp_path / "fails.py"
     script.write_text("import sys\ns = 0\nfor i in range(2_000_000):\n    s += i\nsys.exit(7)\n")
