@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,7 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from .inputs.plan import InputsInfo
 
 Status = Literal["ok", "not_faster", "build_error", "incorrect", "timeout", "crashed", "rejected_exploit",
-                 "infra_error", "unsupported"]
+                 "infra_error", "unsupported", "cancelled"]
+# The stage that decides a candidate's status, in the order they run (docs/cli.md, the report):
+# `checks` reads the code before anything runs it; `load` starts both workers; `first_seen` times captured
+# calls neither side has run; `gate` checks outputs and inputs against the reference; `timing` measures in
+# interleaved rounds; `second_pair` times a small win again in fresh workers; `same_code` finds the target's
+# own code (only `not_faster`); `memory_check` runs compute-sanitizer on the candidate offered; `harness`
+# is redline failing, not the candidate.
+Stage = Literal["checks", "load", "first_seen", "gate", "timing", "second_pair", "same_code", "memory_check",
+                "harness"]
 
 
 class _Model(BaseModel):
@@ -97,6 +106,8 @@ class CandidateResult(_Model):
     parent: str | None = None
     status: Status
     reason: str = ""
+    stage: Stage | None = None  # the stage that decided the status (None: not judged, as when cancelled first)
+    trusted: bool = False  # redline's own code (a built-in variant), run without the untrusted code's limits
     median_s: float | None = None
     ci95_s: tuple[float, float] | None = None
     speedup: float | None = None
@@ -120,6 +131,20 @@ class CandidateResult(_Model):
     hardware: str = ""  # what it was measured on (GPU or CPU model): speedups compare only within one
     kernel_profile: KernelProfile | None = None  # Nsight Compute, for verified CUDA candidates where ncu exists
     sanitizer: str | None = None  # compute-sanitizer's verdict on a verified CUDA candidate (or why it did not run)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One candidate to evaluate."""
+
+    id: str
+    code: str
+    origin: str
+    round: int = 0
+    parent: str | None = None
+    trusted: bool = False
+    approach: str = ""
+    reference: str | None = None  # trusted code to time against instead of the target (a head-to-head)
 
 
 class FileEdit(_Model):

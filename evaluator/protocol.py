@@ -120,6 +120,7 @@ class OracleReply(_Reply):
 
 class ProfileReply(_Reply):
     op: Literal["profile"]
+    batch_error: str | None = None  # the first call that raised: its exception type and message
 
 
 class EnergyReply(_Reply):

@@ -34,6 +34,7 @@ from .proposers import Context, NotApplicable, Proposal, Proposer, hot_lines, ho
 from .proposers.builtin import torch_compile_code
 from .report import RunLog, id_order, interval, unified_diff
 from .specialise import guarded
+from .stages import decided
 from .target import EditError, Target, TargetError, apply_candidate
 
 WIND_UP_S = 10.0  # how long evaluations stopped by the time limit get to return what they have
@@ -88,7 +89,7 @@ class Search:
         self.tokens = 0
         self.started = time.monotonic()
         self.queue: deque[tuple[int, Proposal]] = deque()
-        self.in_flight: dict[str, Proposal] = {}
+        self.in_flight: dict[str, tuple[Proposal, Job]] = {}
         self.seen_code: set[str] = set()
         self.numbered = 0
         self.next_round = self.last_round = 1
@@ -115,9 +116,11 @@ class Search:
                 self._search(pool)
             except KeyboardInterrupt:
                 self._stop(pool)
+            if self.cancel.is_set():
+                self._wind_up(pool, "the cancel")
             # Cancelled or not, the best verified so far is offered (after the project's tests).
             winner, regression = self._winner(pool)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl-C: at once
             self._stop(pool)
         finally:
             finished.set()
@@ -152,9 +155,12 @@ class Search:
                 self._cut_off(pool)
                 return
             result = pool.next_done(min(0.2, left))
-            if result is None or self.cancel.is_set():
-                continue  # a candidate cut short by cancelling is not a result
-            self._record(result, self.in_flight.pop(result.id))
+            if result is None or result.id not in self.in_flight:
+                continue
+            if self.cancel.is_set():  # it came back after a cancel: its verdict, or cancelled
+                self._settle(result, "the cancel")
+            else:
+                self._record(result, self.in_flight.pop(result.id)[0])
 
     def _record(self, result: CandidateResult, prop: Proposal) -> None:
         self.archive.add(result)
@@ -179,33 +185,45 @@ class Search:
                                                       parent=result.id, trusted=prop.trusted)))
 
     def _cut_off(self, pool: EvaluationPool) -> None:
-        """The time limit is reached: the evaluations still running are stopped. One whose verdict was
-        already reached (stopped while Nsight Compute profiled it) keeps that verdict, without the profile;
-        the others are not counted. Stopped evaluations wind up within WIND_UP_S."""
+        """The time limit is reached: the evaluations still running are stopped (see _wind_up)."""
         pool.cancel()
+        self._time_up(self._wind_up(pool, "the time limit"))
+
+    def _wind_up(self, pool: EvaluationPool, by: str) -> list[str]:
+        """The evaluations in flight when the pool was cancelled, given WIND_UP_S to return: one whose
+        verdict was already reached (stopped while Nsight Compute profiled it) keeps that verdict, without
+        the profile; the others are recorded `cancelled`, with the stage they were stopped in. Returns
+        the ids of those stopped."""
         stopped: list[str] = []
         until = time.monotonic() + WIND_UP_S
         while self.in_flight and (left := until - time.monotonic()) > 0:
             result = pool.next_done(min(0.2, left))
-            if result is None or result.id not in self.in_flight:
-                continue
-            prop = self.in_flight.pop(result.id)
-            if result.status == "infra_error":  # cancelled while it ran: no verdict
+            if result is not None and result.id in self.in_flight and self._settle(result, by):
                 stopped.append(result.id)
-            else:
-                self._record(result, prop)
-        stopped += self.in_flight
+        for cid, (prop, job) in sorted(self.in_flight.items()):
+            stopped.append(cid)
+            self._record(decided(job, "cancelled", f"stopped by {by}; its evaluation did not wind up within "
+                                 f"{WIND_UP_S:g} s", None), prop)
         self.in_flight.clear()
-        self._time_up(stopped)
+        return stopped
+
+    def _settle(self, result: CandidateResult, by: str) -> bool:
+        """Record a result that came back after a cancel; whether the cancel stopped it."""
+        prop, _ = self.in_flight.pop(result.id)
+        if result.status == "cancelled":
+            where = f" during {result.stage.replace('_', ' ')}" if result.stage else " before it ran"
+            result = result.model_copy(update={"reason": f"stopped by {by}{where}"})
+        self._record(result, prop)
+        return result.status == "cancelled"
 
     def _time_up(self, stopped: list[str]) -> None:
         """The time limit is reached (said once), and the evaluations it stopped, if any, named."""
         names = ", ".join(sorted(stopped, key=lambda c: int(c[1:])))
         if self.timed_out and names:
-            self.notes.append(f"{names} stopped by the time limit and not counted")
+            self.notes.append(f"{names} stopped by the time limit (cancelled)")
         elif not self.timed_out:
             self.notes.append(f"the time limit ({self.budget.wall_s:g} s) was reached"
-                              + (f": {names} stopped and not counted" if names else ""))
+                              + (f": {names} stopped (cancelled)" if names else ""))
         self.timed_out = True
 
     def _fill(self, pool: EvaluationPool) -> None:
@@ -226,9 +244,10 @@ class Search:
             self.seen_code.add(prop.code.strip())
             self.numbered += 1
             cid = f"c{self.numbered}"
-            self.in_flight[cid] = prop
+            job = Job(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach)
+            self.in_flight[cid] = prop, job
             self.say(CandidateStarted(cid, prop.origin, round_))
-            pool.submit(Job(cid, prop.code, prop.origin, round_, prop.parent, prop.trusted, prop.approach))
+            pool.submit(job)
 
     def _next_round(self, pool: EvaluationPool) -> bool:
         """Queue the next round's proposals; False when there is none (rounds spent, plateau, no ideas)."""
@@ -412,7 +431,7 @@ class Search:
         checked = self.archive.replace(cand.model_copy(update={"sanitizer": ran}))
         if reason is None:
             return True
-        self.archive.replace(checked.model_copy(update={"status": "incorrect", "reason": reason}))
+        self.archive.replace(checked.model_copy(update={"status": "incorrect", "reason": reason, "stage": "memory_check"}))
         self.notes.append(f"{cand.id} is faster but compute-sanitizer rejects it ({reason}); not offered")
         return False
 
@@ -440,7 +459,7 @@ class Search:
             return _as_compile(winner), None
         self.say(VersusCompile(winner.id))
         pool.submit(Job(f"{winner.id}-vs-compile", won.code, won.origin, won.round, won.id,
-                        trusted=won.origin.startswith("builtin:"), approach=won.approach, reference=compile_code))
+                        trusted=won.trusted, approach=won.approach, reference=compile_code))
         result = None
         while result is None and not self.cancel.is_set():
             result = pool.next_done(1.0)

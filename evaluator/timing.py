@@ -13,8 +13,8 @@ import functools
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from .compare import has_half
 from .gate import Gate
@@ -48,7 +48,7 @@ class FirstSeen:
         theirs (below 1/`margin` of their lower bound). Single calls on a busy machine can be slow by
         chance, so a pair whose figure lowers the verdict is measured again in a fresh pair and the higher
         figure counts (Evaluator._first_seen_of)."""
-        return self.speedup[1][1] * margin < seen.fields["speedup_ci95"][0]
+        return self.speedup[1][1] * margin < seen.measured.speedup_ci95[0]
 
     def remembers(self, seen: Verdict) -> bool:
         """Clearly faster on calls run before than on calls first seen: the first-seen interval lies
@@ -69,13 +69,29 @@ class Rounds:
     batch: int = 1  # calls per batch
 
 
-@dataclass
+@dataclass(frozen=True)
+class Measured:
+    """What the timing stage measured, as the report carries it (CandidateResult's fields of these names)."""
+
+    median_s: float
+    ci95_s: tuple[float, float]
+    speedup: float
+    speedup_ci95: tuple[float, float]
+    baseline_median_s: float
+    first_seen_speedup: float | None = None  # captured inputs: on calls neither side had run before
+    gpu: dict[str, float | str] | None = None  # on CUDA: the device state and where the calls' time went
+    energy_j: float | None = None
+    energy_j_per_call: float | None = None
+    baseline_energy_j_per_call: float | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The timing stage's result: ok or not_faster, its reason, and the figures for the report."""
 
-    status: str
+    status: Literal["ok", "not_faster"]
     reason: str
-    fields: dict[str, Any]
+    measured: Measured
 
 
 class Timing:
@@ -244,11 +260,11 @@ class Timing:
         cand_times = [t for r in rounds.cand for t in r]
         base_times = [t for r in rounds.base for t in r]
         self.baseline_times.extend(base_times)
-        fields: dict[str, Any] = dict(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
-                                      speedup_ci95=ci, baseline_median_s=median(base_times))
-        fields.update(self._device_fields(cand, ref, rounds))
-        self._plausible(fields["median_s"], rounds.bytes_moved, gpu_info)
-        return judged(speedup, ci, "", fields, self.settings)
+        measured = Measured(median_s=median(cand_times), ci95_s=median_ci(cand_times, 400), speedup=speedup,
+                            speedup_ci95=ci, baseline_median_s=median(base_times),
+                            **self._device_fields(cand, ref, rounds))
+        self._plausible(measured.median_s, rounds.bytes_moved, gpu_info)
+        return judged(measured, "", self.settings)
 
     def _device_fields(self, cand: Channel, ref: Channel, rounds: Rounds) -> dict[str, Any]:
         """On CUDA: the device state and where the calls' time went, and energy per call."""
@@ -291,13 +307,13 @@ class Timing:
                                f"copy bandwidth of {ceiling / 1e12:.2f} TB/s, so work is being skipped")
 
 
-def judged(speedup: float, ci: tuple[float, float], note: str, fields: dict[str, Any],
-           settings: EvalSettings) -> Verdict:
+def judged(m: Measured, note: str, settings: EvalSettings) -> Verdict:
     """ok where the speedup clears the threshold with its interval above 1, else not_faster."""
+    speedup, ci = m.speedup, m.speedup_ci95
     if speedup >= 1 + settings.threshold and ci[0] > 1:
-        return Verdict("ok", f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}{note})", fields)
+        return Verdict("ok", f"{speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}{note})", m)
     return Verdict("not_faster", f"{speedup:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}{note}) does not clear the "
-                   f"{settings.threshold:.0%} threshold with its interval above 1", fields)
+                   f"{settings.threshold:.0%} threshold with its interval above 1", m)
 
 
 def with_first_seen(seen: Verdict, first: FirstSeen, settings: EvalSettings) -> Verdict:
@@ -306,12 +322,11 @@ def with_first_seen(seen: Verdict, first: FirstSeen, settings: EvalSettings) -> 
     one's, when theirs decides: a candidate that saves work only on calls it has run before is
     credited with what the first-seen calls show."""
     speedup, ci = first.speedup
-    fields = {**seen.fields, "first_seen_speedup": speedup}
-    s, s_ci = seen.fields["speedup"], seen.fields["speedup_ci95"]
+    m = replace(seen.measured, first_seen_speedup=speedup)
     if first.lowers(seen):
-        fields.update(speedup=speedup, speedup_ci95=ci)
-        return judged(speedup, ci, f"; on first-seen calls, below {s:.2f}x on repeated calls", fields, settings)
-    return judged(s, s_ci, f"; {speedup:.2f}x on first-seen calls, not significantly lower", fields, settings)
+        return judged(replace(m, speedup=speedup, speedup_ci95=ci),
+                      f"; on first-seen calls, below {m.speedup:.2f}x on repeated calls", settings)
+    return judged(m, f"; {speedup:.2f}x on first-seen calls, not significantly lower", settings)
 
 
 def worth_a_second_look(seen: Verdict, first: FirstSeen) -> bool:
@@ -326,25 +341,25 @@ def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
     """The rejection of a candidate that `remembers` in every pair of workers that timed calls first seen."""
     figures = " and ".join(f"{f.speedup[0]:.2f}x (95% CI {f.speedup[1][0]:.2f}-{f.speedup[1][1]:.2f})"
                            for f in firsts)
-    return Rejected("rejected_exploit", f"{seen.fields['speedup']:.2f}x on captured calls it had run before but "
+    return Rejected("rejected_exploit", f"{seen.measured.speedup:.2f}x on captured calls it had run before but "
                     f"{figures} on calls it had not, in {len(firsts)} pairs of fresh workers: it remembers "
-                    "results by their arguments (captured inputs repeat)")
+                    "results by their arguments (captured inputs repeat)", stage="first_seen")
 
 
 def lower_of_pairs(first: Verdict, second: Verdict, settings: EvalSettings) -> Verdict:
     """The verdict of a win timed in two pairs of workers: the pair with the lower speedup decides
     (its figures are reported), and a win must hold in both."""
-    a, b = first.fields["speedup"], second.fields["speedup"]
-    low = second if b < a else first
-    ci = low.fields["speedup_ci95"]
-    fields = {**first.fields, **low.fields}  # a first-seen figure (pair one only) stays
+    a, b = first.measured.speedup, second.measured.speedup
+    low = replace(second.measured if b < a else first.measured,
+                  first_seen_speedup=first.measured.first_seen_speedup)  # pair one's first-seen figure stays
     pairs = f"the lower of two pairs of fresh workers: {a:.2f}x and {b:.2f}x"
     if second.status == "ok":
-        return Verdict("ok", f"{low.fields['speedup']:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}; {pairs})", fields)
-    ci = second.fields["speedup_ci95"]
+        ci = low.speedup_ci95
+        return Verdict("ok", f"{low.speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}; {pairs})", low)
+    ci = second.measured.speedup_ci95
     return Verdict("not_faster", f"{b:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}) in a second pair of fresh workers "
                    f"after {a:.3f}x in the first: does not clear the {settings.threshold:.0%} threshold with its "
-                   "interval above 1 in both", fields)
+                   "interval above 1 in both", low)
 
 
 def bound_of(gpu_time_s: Any, issue_s: Any, bytes_moved: int, copy_bandwidth: Any) -> str:

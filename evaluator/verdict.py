@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .models import Status
+from .models import Stage, Status
 from .protocol import REPLY, ErrorInfo, LoadReply, R, Request
 from .sandbox import Worker, WorkerDied, WorkerTimeout
 
@@ -15,11 +15,12 @@ from .sandbox import Worker, WorkerDied, WorkerTimeout
 class Rejected(Exception):
     """A stage's verdict on the candidate: it ends the evaluation with this status and reason."""
 
-    def __init__(self, status: Status, reason: str, tail: str = "") -> None:
+    def __init__(self, status: Status, reason: str, tail: str = "", stage: Stage | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.tail = tail
+        self.stage = stage  # the stage that raised it, where not the one running (see stages.py::at)
         self.correct_at: list[str] = []  # wrong only at edge variants: the inputs it was right on (Gate.check)
 
 

@@ -50,6 +50,23 @@ def test_cheat_is_rejected_with_its_reason(adversarial_report: dict[str, dict[st
         assert word in str(got["reason"]), got["reason"]
 
 
+# The stage that turns each away (models.py::Stage), where only one can.
+DECIDED_AT = {"garbage_reply.md": "checks", "hang_at_import.py": "load", "warmup_then_cheap.py": "timing",
+              "patched_comparison.py": "gate", "crashes.py": "gate", "fake_equality.py": "gate",
+              "mutates_only.py": "gate", "background_thread.py": "gate", "patched_timer.py": "load"}
+
+
+def test_each_verdict_names_the_stage_that_decided_it(adversarial_report: dict[str, dict[str, object]]) -> None:
+    for name, want in DECIDED_AT.items():
+        got = adversarial_report[name]
+        assert got["stage"] == want, (name, got["stage"], got["status"], got["reason"])
+    for name in EXPECT:
+        got = adversarial_report[name]
+        if got["status"] in ("ok", "not_faster"):  # a timing decided it (the target's own code: same_code)
+            assert got["stage"] in ("timing", "second_pair", "same_code"), (name, got["stage"])
+        assert got["trusted"] is False
+
+
 def test_honest_rewrite_wins_with_an_interval(adversarial_report: dict[str, dict[str, object]]) -> None:
     doc = adversarial_report["__report__"]
     winner = doc["winner"]

@@ -18,7 +18,7 @@ from helpers import redline, sandboxed_workers, wait_for_spinning
 from redline.evaluator import search
 from redline.evaluator.backends import LocalPool
 from redline.evaluator.evaluate import Evaluator
-from redline.evaluator.models import CandidateResult, EvalSettings, KernelProfile, KernelStat
+from redline.evaluator.models import CandidateResult, EvalSettings, Job, KernelProfile, KernelStat
 from redline.evaluator.progress import ProfileStarted
 from redline.evaluator.proposers.files import FilesProposer
 from redline.evaluator.target import Target, load_target
@@ -231,7 +231,8 @@ def test_ctrl_c_kills_the_running_candidate_and_keeps_the_best(tmp_path: Path) -
     rc = proc.wait(timeout=30)
     assert rc == 130 and time.monotonic() - t0 < 10
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
+    assert [(c["id"], c["status"]) for c in doc["candidates"]] == [("c1", "ok"), ("c2", "cancelled")]
+    assert doc["candidates"][1]["reason"] == "stopped by the cancel during gate" and doc["winner"]["id"] == "c1"
     assert "cancelled" in doc["notes"]
     assert sandboxed_workers() - others == set()
 
@@ -277,18 +278,18 @@ def test_outputs_too_large_to_ship_are_checked_on_a_sample_and_exact_sums(tmp_pa
 def test_trusted_variants_get_their_own_compiler_cache() -> None:
     """Workers running the same trusted code share a compiler cache; different variants never do
     (a shared one let the head-to-head's plain torch.compile reuse a tuned variant's block sizes)."""
-    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.workers import Workers
 
-    ev = Evaluator.__new__(Evaluator)  # only the cache bookkeeping: no target, no workers
+    ev = Workers.__new__(Workers)  # only the cache bookkeeping: no target, no workers
     ev._cache = None
     default, tuned = "f = torch.compile(g, mode='default')\n", "f = torch.compile(g, options={'max_autotune': True})\n"
     try:
-        a, b = ev._compile_cache(default), ev._compile_cache(tuned)
-        assert a != b and ev._compile_cache(default) == a and ev._compile_cache(None) not in (a, b)
+        a, b = ev.compile_cache(default), ev.compile_cache(tuned)
+        assert a != b and ev.compile_cache(default) == a and ev.compile_cache(None) not in (a, b)
         assert all(os.path.isdir(p) and os.stat(p).st_mode & 0o077 == 0 for p in (a, b))
         # Multi-kernel code compiles afresh in every worker (a warm cache made inductor fail on the H200).
         multi = "f = torch.compile(g, options={'triton.multi_kernel': 1})\n"
-        assert len({ev._compile_cache(multi) for _ in range(3)} | {a, b}) == 5
+        assert len({ev.compile_cache(multi) for _ in range(3)} | {a, b}) == 5
     finally:
         ev.close()
     assert not os.path.exists(a)
@@ -315,7 +316,7 @@ def test_a_sampled_output_with_one_wrong_element_the_sample_misses_fails_on_its_
 
 
 def test_the_time_limit_stops_the_candidate_in_flight(tmp_path: Path) -> None:
-    """--time-limit S: no candidate starts after S, the one running at S is stopped and not counted, and
+    """--time-limit S: no candidate starts after S, the one running at S is stopped (`cancelled`), and
     the run ends within 10% of S plus the winner's project tests (none here)."""
     write(tmp_path / "m.py", REF)
     d = tmp_path / "cands"
@@ -325,7 +326,9 @@ def test_the_time_limit_stops_the_candidate_in_flight(tmp_path: Path) -> None:
     limit = 12.0
     doc, res = optimise(tmp_path, f"{tmp_path / 'm.py'}::affine", {}, "--candidates", str(d), "--time-limit",
                         str(limit), "--timeout", "120")
-    assert [c["id"] for c in doc["candidates"]] == ["c1"] and doc["winner"]["id"] == "c1"
+    c1, c2 = doc["candidates"]
+    assert (c1["id"], c1["status"], c2["id"], c2["status"], c2["stage"]) == ("c1", "ok", "c2", "cancelled", "gate")
+    assert c1["stage"] in ("timing", "second_pair") and doc["winner"]["id"] == "c1"
     assert any(n.startswith(f"the time limit ({limit:g} s) was reached: c2 stopped") for n in doc["notes"])
     assert doc["cost"]["wall_s"] <= limit * 1.1
     assert not doc["cancelled"] and "c3" not in res.stderr
@@ -352,14 +355,22 @@ def test_a_win_is_timed_again_in_a_second_pair_of_fresh_workers() -> None:
     assert len(started) == 4 and r.speedup is not None and r.speedup > 5
 
     settings = EvalSettings()
-    won = Verdict("ok", "", {"speedup": 1.08, "speedup_ci95": (1.03, 1.12), "first_seen_speedup": 1.1})
-    lost = Verdict("not_faster", "", {"speedup": 0.99, "speedup_ci95": (0.97, 1.01)})
-    held = Verdict("ok", "", {"speedup": 1.07, "speedup_ci95": (1.02, 1.1)})
+    won = Verdict("ok", "", measured(1.08, (1.03, 1.12), first_seen=1.1))
+    lost = Verdict("not_faster", "", measured(0.99, (0.97, 1.01)))
+    held = Verdict("ok", "", measured(1.07, (1.02, 1.1)))
     verdict = lower_of_pairs(won, lost, settings)
     assert verdict.status == "not_faster" and "0.990x" in verdict.reason and "1.080x" in verdict.reason
-    assert verdict.fields["speedup"] == 0.99 and verdict.fields["first_seen_speedup"] == 1.1
+    assert verdict.measured.speedup == 0.99 and verdict.measured.first_seen_speedup == 1.1
     verdict = lower_of_pairs(won, held, settings)
-    assert verdict.status == "ok" and verdict.fields["speedup_ci95"] == (1.02, 1.1) and "1.08x and 1.07x" in verdict.reason
+    assert verdict.status == "ok" and verdict.measured.speedup_ci95 == (1.02, 1.1) and "1.08x and 1.07x" in verdict.reason
+
+
+def measured(speedup: float, ci: tuple[float, float], first_seen: float | None = None) -> Any:
+    """Timing figures as the timing stage reports them (a 1 ms baseline)."""
+    from redline.evaluator.timing import Measured
+
+    return Measured(median_s=1e-3 / speedup, ci95_s=(0.9e-3 / speedup, 1.1e-3 / speedup), speedup=speedup,
+                    speedup_ci95=ci, baseline_median_s=1e-3, first_seen_speedup=first_seen)
 
 
 def test_first_seen_calls_decide_only_where_significantly_slower_and_remembering_needs_two_pairs() -> None:
@@ -370,22 +381,22 @@ def test_first_seen_calls_decide_only_where_significantly_slower_and_remembering
     from redline.evaluator.timing import FirstSeen, Verdict, remembered, with_first_seen
 
     settings = EvalSettings()
-    seen = Verdict("ok", "", {"speedup": 3.6, "speedup_ci95": (3.3, 3.9)})
+    seen = Verdict("ok", "", measured(3.6, (3.3, 3.9)))
     # Sixteen calls, each 1 ms in the reference: the candidate 0.3 ms, one call slowed to 9 ms by load.
     noisy = FirstSeen([1e-3] * 16, [0.3e-3] * 15 + [9e-3], [1.0] * 16)
     assert not noisy.remembers(seen)
     verdict = with_first_seen(seen, noisy, settings)
-    assert verdict.status == "ok" and verdict.fields["speedup"] == 3.6 and verdict.fields["first_seen_speedup"] < 1.5
+    assert verdict.status == "ok" and verdict.measured.speedup == 3.6 and verdict.measured.first_seen_speedup < 1.5
     assert "first-seen calls, not significantly lower" in verdict.reason
     # Half the work kept between calls: 2x on first-seen calls against 3.6x; the first-seen figure decides.
     partial = FirstSeen([1e-3] * 16, [0.5e-3] * 16, [1.0] * 16)
     verdict = with_first_seen(seen, partial, settings)
-    assert verdict.status == "ok" and verdict.fields["speedup"] == 2.0 and "below 3.60x on repeated" in verdict.reason
+    assert verdict.status == "ok" and verdict.measured.speedup == 2.0 and "below 3.60x on repeated" in verdict.reason
     slower = FirstSeen([1e-3] * 16, [1e-3] * 16, [1.0] * 16)
     verdict = with_first_seen(seen, slower, settings)
-    assert verdict.status == "not_faster" and verdict.fields["speedup"] == 1.0
+    assert verdict.status == "not_faster" and verdict.measured.speedup == 1.0
     # All the work kept: 1x on first-seen calls against 6.6x on repeated ones.
-    memo = Verdict("ok", "", {"speedup": 6.6, "speedup_ci95": (6.1, 7.0)})
+    memo = Verdict("ok", "", measured(6.6, (6.1, 7.0)))
     assert slower.remembers(memo)
     rej = remembered(memo, [slower, slower])
     assert rej.status == "rejected_exploit" and "2 pairs of fresh workers" in rej.reason
@@ -399,12 +410,12 @@ def test_an_identical_copy_cannot_be_judged_remembering_however_its_first_seen_c
     from redline.evaluator.models import EvalSettings
     from redline.evaluator.timing import FirstSeen, Verdict, with_first_seen, worth_a_second_look
 
-    copy = Verdict("not_faster", "", {"speedup": 1.0, "speedup_ci95": (0.97, 1.03)})
+    copy = Verdict("not_faster", "", measured(1.0, (0.97, 1.03)))
     unlucky = FirstSeen([1e-3] * 16, [1.55e-3] * 16, [1.0] * 16)  # 0.65x
     assert unlucky.remembers(copy)  # what the figures alone would say
     assert not worth_a_second_look(copy, unlucky)
     assert with_first_seen(copy, unlucky, EvalSettings()).status == "not_faster"
-    memo = Verdict("ok", "", {"speedup": 6.6, "speedup_ci95": (6.1, 7.0)})
+    memo = Verdict("ok", "", measured(6.6, (6.1, 7.0)))
     assert worth_a_second_look(memo, FirstSeen([1e-3] * 16, [1e-3] * 16, [1.0] * 16))
 
 
@@ -453,7 +464,7 @@ def test_a_candidate_is_built_once_per_evaluation_and_its_later_workers_load_the
         assert len(cand) == 2 and cand[0] == cand[1] and cand[0] != builds[1], builds
         log = Path(cand[0], "torch_extensions", "redline_affine", ".ninja_log").read_text().splitlines()
         assert len([line for line in log if line.endswith(".so") or ".so\t" in line]) == 1, log
-        assert ev._build(INLINE_CPP) not in cand  # the next evaluation of the same code builds afresh
+        assert ev.workers.build(INLINE_CPP) not in cand  # the next evaluation of the same code builds afresh
     finally:
         ev.close()
 
@@ -539,7 +550,7 @@ def test_a_verdict_reached_before_the_time_limit_survives_the_profile_it_cuts_of
         def profile_kernels(self, code: str | None, trusted: bool, build: str | None = None) -> KernelProfile | None:
             profiled.append(code or "")
             budget.wall_s = 0.0
-            assert self._cancelled.wait(60), "the time limit did not cancel the profile"
+            assert self.workers.cancelled.wait(60), "the time limit did not cancel the profile"
             return None
 
     cands = affine_project(tmp_path, {"a_vectorised.py": (ADV / "candidates" / "honest_vectorised.py").read_text(),
@@ -572,8 +583,8 @@ def test_without_a_proposer_that_reads_profiles_only_the_candidate_offered_is_pr
             profiled.append(code or "")
             return KernelProfile(kernels=[KernelStat(name="affine_kernel", time_us=12.5)])
 
-        def evaluate(self, *args: Any, **kwargs: Any) -> CandidateResult:
-            result = super().evaluate(*args, **kwargs)
+        def run(self, job: Job) -> CandidateResult:
+            result = super().run(job)
             if stop_after_first[0]:
                 budget.wall_s = 0.0  # the time limit falls as the first verdict comes: no second starts
             return result

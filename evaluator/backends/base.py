@@ -10,29 +10,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..inputs.plan import InputsInfo
-from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
+from ..models import CandidateResult, EvalSettings, Job, KernelProfile, Regression
 from ..target import Target
 
 
 class ClusterError(Exception):
     """A pool's machines cannot be reached or cannot run redline (CLI exit 3)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One candidate to evaluate."""
-
-    id: str
-    code: str
-    origin: str
-    round: int = 0
-    parent: str | None = None
-    trusted: bool = False
-    approach: str = ""
-    reference: str | None = None  # trusted code to time against instead of the target (a head-to-head)
 
 
 class EvaluationPool(ABC):

@@ -9,6 +9,7 @@ from ..evaluate import Evaluator
 from ..inputs.plan import InputsInfo
 from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
 from ..regression import run_regression
+from ..stages import decided
 from ..target import Target
 from .base import EvaluationPool, Job
 
@@ -42,12 +43,9 @@ class LocalPool(EvaluationPool):
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             try:
-                result = self.evaluator.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted,
-                                                 job.approach, job.reference)
+                result = self.evaluator.run(job)
             except Exception as exc:  # a harness bug must cost one candidate, not the run
-                result = CandidateResult(id=job.id, origin=job.origin, round=job.round, parent=job.parent,
-                                         code=job.code, approach=job.approach, status="infra_error",
-                                         reason=f"the harness failed: {exc.__class__.__name__}: {exc}")
+                result = decided(job, "infra_error", f"the harness failed: {exc.__class__.__name__}: {exc}", "harness")
             self._done.put(result)
             self._jobs.task_done()
 

@@ -31,6 +31,7 @@ from ..inputs.plan import InputsInfo
 from ..models import CandidateResult, EvalSettings, KernelProfile, Regression
 from ..regression import run_regression
 from ..sandbox import LocalBackend, default_python
+from ..stages import decided
 from ..target import Target, TargetError
 from .base import ClusterError, EvaluationPool, Job, PoolFactory
 
@@ -108,8 +109,7 @@ def evaluate_task(target: Target, settings: EvalSettings, job: Job, store: dict[
     if reproduced is not None:  # the captured calls the probe found the reference reproduces
         ev.plan.reproduced(*reproduced)
     try:
-        result = ev.evaluate(job.id, job.code, job.origin, job.round, job.parent, job.trusted, job.approach,
-                             job.reference)
+        result = ev.run(job)
     finally:
         ev.close()
     result.host = _where()
@@ -288,7 +288,7 @@ class RayPool(EvaluationPool):
         try:
             out = ray.get(ref)
         except ray.exceptions.TaskCancelledError:
-            return _infra(job, "cancelled while it ran")
+            return decided(job, "cancelled", "cancelled while it ran", None)
         except ray.exceptions.RayTaskError as exc:
             return _infra(job, f"the evaluation failed on the worker: {_last_line(exc)}")
         except ray.exceptions.RayError as exc:  # the worker process or its node died
@@ -349,8 +349,7 @@ class RayPool(EvaluationPool):
 
 
 def _infra(job: Job, reason: str) -> CandidateResult:
-    return CandidateResult(id=job.id, origin=job.origin, round=job.round, parent=job.parent, code=job.code,
-                           approach=job.approach, status="infra_error", reason=reason)
+    return decided(job, "infra_error", reason, "harness")
 
 
 def _last_line(exc: BaseException) -> str:

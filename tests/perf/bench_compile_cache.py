@@ -6,7 +6,7 @@ evaluator, the second finding what the first compiled, side by side with a fresh
 compiles cold. Printed: the three evaluations' wall times and the ratio cold / warm. On CUDA the
 warm case is what a variant's Nsight Compute run and the head-to-head baseline now get.
 
-Then a candidate's build (Evaluator._build): an LLM-style candidate that builds an inline C++
+Then a candidate's build (Workers.build): an LLM-style candidate that builds an inline C++
 extension at import (the adversarial suite's affine loop in C++), evaluated with a second timing
 pair forced (confirm_below), once on its build
 and once with every worker building for itself. Printed: both wall times and their ratio. On CUDA
@@ -76,7 +76,7 @@ def candidate_build() -> None:
     for case in ("one build", "a build per worker"):
         ev = Evaluator(target, EvalSettings(device="cpu", confirm_below=1e9))
         if case != "one build":
-            ev._build = lambda code: None  # type: ignore[method-assign]
+            ev.workers.build = lambda code: None  # type: ignore[method-assign]
         t0 = time.perf_counter()
         result = ev.evaluate("c", INLINE_CPP, "file:inline.py")
         walls[case] = time.perf_counter() - t0
