@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -51,3 +52,7 @@ def run_demo(workdir: Path | None = None) -> int:
     print_summary(result)
     print(f"\nrun log: {target.project_root / '.redline' / 'runs' / result.run_id}")
     return 0
+
+
+def from_args(args: argparse.Namespace) -> int:
+    return run_demo(args.workdir)

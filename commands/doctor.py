@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -130,3 +131,7 @@ def main(as_json: bool) -> int:
         print(f"({time.monotonic() - started:.1f} s)")
     return 1 if any(c.status == "missing" for c in found) else 0
 
+
+
+def from_args(args: argparse.Namespace) -> int:
+    return main(args.json)

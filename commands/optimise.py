@@ -20,9 +20,8 @@ from redline.evaluator.sandbox import isolation_line
 from redline.evaluator.target import Target, TargetError, UnsupportedTarget, load_target
 from redline.profilers import Hotspot
 
+from .exits import EXIT_CANCELLED, EXIT_INFRA, EXIT_OK, EXIT_USAGE
 from .render import Progress, print_summary
-
-EXIT_OK, EXIT_USAGE, EXIT_INFRA, EXIT_CANCELLED = 0, 2, 3, 130
 
 
 def options(args: argparse.Namespace) -> RunOptions:
@@ -89,7 +88,7 @@ def stopped(args: argparse.Namespace, target: Target | None, exc: Exception, cod
     return code
 
 
-def run_optimise(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     target = None
     try:
         target = load_target(args.target, args.inputs)

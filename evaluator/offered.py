@@ -7,7 +7,7 @@ from __future__ import annotations
 from .inputs.plan import fresh_seeds
 from .kernel_profile import ncu_path, ncu_prefix, read_report, summarise
 from .models import EvalSettings, KernelProfile
-from .protocol import Profile
+from .protocol import ProfiledCalls
 from .sandbox import Worker, WorkerDied, WorkerTimeout
 from .sanitizer import prefix as sanitizer_prefix
 from .sanitizer import read_log, sanitizer_path, tools_for
@@ -67,7 +67,7 @@ class Offered:
         ch = Channel(worker, who, self.settings.limits.wall_s * 4)
         if not ch.load().ok:
             return False
-        reply = ch.ask(Profile(seeds=fresh_seeds(calls)))
+        reply = ch.ask(ProfiledCalls(seeds=fresh_seeds(calls)))
         if reply.batch_error:
             raise Rejected("crashed", f"{who} raised: {reply.batch_error}")
         return worker.finish(timeout=self.settings.limits.wall_s * 4) is not None

@@ -177,7 +177,7 @@ class Oracle(Request[OracleReply]):
     op: Literal["oracle"] = "oracle"
 
 
-class Profile(Request[ProfileReply]):
+class ProfiledCalls(Request[ProfileReply]):
     op: Literal["profile"] = "profile"
 
 

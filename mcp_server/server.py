@@ -22,7 +22,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from redline.evaluator.apply import ApplyRefused, run_report
 from redline.evaluator.apply import apply_winner as apply_run_winner
 from redline.evaluator.inputs.capture import CaptureError, capture_target, hot_targets, run_capture
-from redline.evaluator.inputs.store import StoreError, read_last_profile, remember_profile
+from redline.evaluator.inputs.store import StoreError, command_to_capture, remember_profile
 from redline.evaluator.progress import CandidateDone, Event, describe
 from redline.evaluator.proposers.llm import SYSTEM, AskingProposer
 from redline.evaluator.run import LLMOptions, RunOptions, execute
@@ -102,6 +102,7 @@ def build(root: Path) -> MCPServer:
         "interval. optimise never edits files; apply_winner does, only if the file is unchanged."))
 
     _trace_tools(server, root)
+    _running_tools(server, root)
     _optimise_tools(server, root)
     _run_resources(server, root)
     return server
@@ -115,7 +116,7 @@ def _resolver(root: Path) -> Callable[[str], Path]:
 
 
 def _trace_tools(server: MCPServer, root: Path) -> None:
-    """hotspots, profile, capture."""
+    """hotspots and diff: traces read."""
     resolve = _resolver(root)
 
     @server.tool()
@@ -140,6 +141,11 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
         except ParseError as exc:
             raise ToolError(str(exc))
         return doc.model_dump(mode="json")
+
+
+def _running_tools(server: MCPServer, root: Path) -> None:
+    """profile and capture: the program run."""
+    resolve = _resolver(root)
 
     @server.tool()
     async def profile(command: list[str], output: str = "", format: Literal["speedscope", "raw"] = "speedscope",
@@ -166,12 +172,8 @@ def _trace_tools(server: MCPServer, root: Path) -> None:
         optimise; a service is stopped after `duration` seconds (SIGTERM) with its calls kept. Returns the
         command's exit code (and `stopped`) and, per function, the calls kept and what was not."""
         try:
-            cmd, cwd = list(command or []), root
-            if not cmd:
-                last = read_last_profile(root)
-                if last is None:
-                    raise CaptureError("give the command, e.g. ['python', 'app.py'] (no profile was recorded here)")
-                cmd, cwd = last.command, Path(last.cwd)
+            cmd, cwd = command_to_capture(root, list(command or []),
+                                          "give the command, e.g. ['python', 'app.py'] (no profile was recorded here)")
             chosen = [capture_target(_rooted(t, resolve)) for t in targets or []] or hot_targets(root, top)[1]
             result = await anyio.to_thread.run_sync(lambda: run_capture(chosen, cmd, cwd, calls, max_mb,
                                                                                  stdio_to_stderr=True,

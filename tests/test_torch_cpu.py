@@ -17,7 +17,7 @@ import pytest
 from helpers import TESTS, WORKLOAD, redline
 from redline.evaluator.archive import Archive
 from redline.evaluator.models import CandidateResult
-from redline.evaluator.search import plain_compile_instead as _plain_compile_instead
+from redline.evaluator.selection import plain_compile_instead as _plain_compile_instead
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")

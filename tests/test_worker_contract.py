@@ -21,7 +21,7 @@ from redline.evaluator.protocol import (
     Check,
     Energy,
     Oracle,
-    Profile,
+    ProfiledCalls,
     Reproduce,
     Request,
     Time,
@@ -62,7 +62,7 @@ def replies(ev: Evaluator, code: str | None, requests: list[Request[Any]]) -> li
 
 def every_request() -> list[Request[Any]]:
     return [Check(seeds=[0, 1], repeat=2), Variants(seeds=[0]), Variants(seeds=[0], inputs=1, only=[0]),
-            Time(seeds=[0, 1, 2], keep=[0]), Reproduce(seeds=[0, 1]), Oracle(seeds=[0]), Profile(seeds=[0]),
+            Time(seeds=[0, 1, 2], keep=[0]), Reproduce(seeds=[0, 1]), Oracle(seeds=[0]), ProfiledCalls(seeds=[0]),
             Energy(seeds=[0], min_s=0.01)]
 
 
@@ -94,7 +94,7 @@ def test_replies_to_the_target_validate(evaluator: Evaluator) -> None:
 
 
 def test_a_candidates_errors_are_replies_of_the_right_model(evaluator: Evaluator) -> None:
-    got = dict(replies(evaluator, RAISES, [Check(seeds=[0]), Time(seeds=[0]), Profile(seeds=[0])]))
+    got = dict(replies(evaluator, RAISES, [Check(seeds=[0]), Time(seeds=[0]), ProfiledCalls(seeds=[0])]))
     check = validated("check", got["check"])
     assert check.results[0].runs[0].error.type == "builtins.ValueError"
     assert "candidate blew up" in validated("time", got["time"]).batch_error

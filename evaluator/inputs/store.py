@@ -166,6 +166,17 @@ def read_last_profile(root: Path) -> LastProfile | None:
         raise StoreError(f"{path}: not a redline profile record ({_first_error(exc)})")
 
 
+def command_to_capture(root: Path, given: list[str], missing: str) -> tuple[list[str], Path]:
+    """The command a capture runs and its folder: `given` (run in `root`), else the last `redline profile`
+    run's in `root`; StoreError(`missing`, what the user should do) where there is neither."""
+    if given:
+        return given, root
+    last = read_last_profile(root)
+    if last is None:
+        raise StoreError(missing)
+    return last.command, Path(last.cwd)
+
+
 def remember_profile(root: Path, command: list[str], trace: Path) -> None:
     """Keep what `redline profile` ran under `root` (its working directory), for capture to run again."""
     import datetime

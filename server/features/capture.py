@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 from redline.evaluator.inputs.capture import CaptureError, capture_target, run_capture
-from redline.evaluator.inputs.store import StoreError, read_last_profile
+from redline.evaluator.inputs.store import StoreError, command_to_capture
 from redline.evaluator.target import Target, TargetError, load_target
 
 from ..core import CommandError, RedlineServer
@@ -20,17 +20,13 @@ from ..core import CommandError, RedlineServer
 def capture_command(ls: RedlineServer, function: str) -> tuple[list[str], Path]:
     """The command whose calls are captured for a function without inputs, and where it runs:
     `redline.captureCommand`, else the command of the last `redline profile` in the workspace."""
-    if ls.settings.captureCommand.strip():
-        return shlex.split(ls.settings.captureCommand), ls.store.root
     try:
-        last = read_last_profile(ls.store.root)
+        return command_to_capture(ls.store.root, shlex.split(ls.settings.captureCommand), (
+            f"{function} has no inputs: set redline.captureCommand to the command that runs your program (or "
+            "profile it with `redline profile -- CMD`) so that its real calls can be captured, or define "
+            "make_inputs(seed) in its module"))
     except StoreError as exc:
         raise CommandError(str(exc))
-    if last is None:
-        raise CommandError(f"{function} has no inputs: set redline.captureCommand to the command that runs your "
-                           "program (or profile it with `redline profile -- CMD`) so that its real calls can be "
-                           "captured, or define make_inputs(seed) in its module")
-    return last.command, Path(last.cwd)
 
 
 async def capture_first(ls: RedlineServer, function: str, spec: str, capture: tuple[list[str], Path],

@@ -141,6 +141,25 @@ def status(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
             "running": list(ls.runs.running), "offers": list(ls.runs.offers)}
 
 
+async def _watch_and_configure(ls: RedlineServer) -> None:
+    """Once initialized: watch the trace globs (where the client registers watchers dynamically) and read
+    the client's `redline` settings (where it answers workspace/configuration)."""
+    ws = ls.client_capabilities.workspace
+    if ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration:
+        watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{g.lstrip('./')}") for g in ls.settings.profileGlobs]
+        ls.background(ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
+            id="redline-traces", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))])))
+    if ws and ws.configuration:
+        try:
+            cfg = await asyncio.wait_for(ls.workspace_configuration_async(lsp.ConfigurationParams(
+                items=[lsp.ConfigurationItem(section="redline")])), 5)
+            if cfg:
+                _merge_settings(ls, cfg[0])
+        except Exception as exc:
+            log.warning("workspace/configuration failed: %s", exc)
+
+
 def register(ls: RedlineServer) -> None:
     @ls.feature(lsp.INITIALIZE)
     @guarded(None)
@@ -155,20 +174,7 @@ def register(ls: RedlineServer) -> None:
     @ls.feature(lsp.INITIALIZED)
     @guarded(None)
     async def initialized(ls: RedlineServer, params: lsp.InitializedParams) -> None:
-        ws = ls.client_capabilities.workspace
-        if ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration:
-            watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{g.lstrip('./')}") for g in ls.settings.profileGlobs]
-            ls.background(ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
-                id="redline-traces", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))])))
-        if ws and ws.configuration:
-            try:
-                cfg = await asyncio.wait_for(ls.workspace_configuration_async(lsp.ConfigurationParams(
-                    items=[lsp.ConfigurationItem(section="redline")])), 5)
-                if cfg:
-                    _merge_settings(ls, cfg[0])
-            except Exception as exc:
-                log.warning("workspace/configuration failed: %s", exc)
+        await _watch_and_configure(ls)
         schedule_reload(ls)
 
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)

@@ -168,41 +168,47 @@ class Subject:
         self.original = None if spec["inputs"]["kind"] == "kernelbench" else resolve(module, qual)
         code = spec.get("candidate")
         if code is not None:
-            for mod_name in spec.get("preimport", []):
-                try:
-                    __import__(mod_name)
-                except Exception:  # the candidate's own import will report it
-                    pass
-            # The candidate is a real module in a real file: Triton reads a @jit function's source
-            # from its file, and torch.compile looks its module up in sys.modules.
-            cand_name = module.__name__ + "__candidate"
-            state.candidate_file = os.path.join(state.scratch, cand_name.replace(".", "_") + ".py")
-            with open(state.candidate_file, "w") as fh:
-                fh.write(code)
-            cand_module = types.ModuleType(cand_name)
-            namespace = cand_module.__dict__
-            namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
-            namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__)
-            sys.modules[cand_name] = cand_module
-            state.hook_on = True
-            name = parts[-1]
-            owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
-            tree = ast.parse(code, state.candidate_file)
-            held = owner is not None and in_class(tree, name, owner.__name__)
-            exec(compile(tree, state.candidate_file, "exec"), namespace)
-            fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
-            if fn is None or not (callable(fn) or _isinstance(fn, (staticmethod, classmethod))):
-                raise NameError(f"the candidate does not define {name}()")
-            if owner is not None:
-                if held:
-                    _own_class_cell(fn, owner)
-                setattr(owner, mangled(owner, name), fn)  # this process is the candidate's own
-            else:
-                module.__dict__[name] = fn
+            self._load_candidate(module, code, parts, spec.get("preimport", []))
         state.hook_on = True
         if self.kernelbench:
             self.model_cls = resolve(module, parts[0])
         self.fn = None if self.kernelbench else consuming(resolve(module, qual), self.original)
+
+    @staticmethod
+    def _load_candidate(module: types.ModuleType, code: str, parts: list[str], preimport: list[str]) -> None:
+        """Put the candidate in the target's place: its module a copy of the target's globals, the function
+        (or the method, compiled as if in its class's body) in the module or class the target is in."""
+        for mod_name in preimport:
+            try:
+                __import__(mod_name)
+            except Exception:  # the candidate's own import will report it
+                pass
+        # The candidate is a real module in a real file: Triton reads a @jit function's source
+        # from its file, and torch.compile looks its module up in sys.modules.
+        cand_name = module.__name__ + "__candidate"
+        state.candidate_file = os.path.join(state.scratch, cand_name.replace(".", "_") + ".py")
+        with open(state.candidate_file, "w") as fh:
+            fh.write(code)
+        cand_module = types.ModuleType(cand_name)
+        namespace = cand_module.__dict__
+        namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
+        namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__)
+        sys.modules[cand_name] = cand_module
+        state.hook_on = True
+        name = parts[-1]
+        owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
+        tree = ast.parse(code, state.candidate_file)
+        held = owner is not None and in_class(tree, name, owner.__name__)
+        exec(compile(tree, state.candidate_file, "exec"), namespace)
+        fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
+        if fn is None or not (callable(fn) or _isinstance(fn, (staticmethod, classmethod))):
+            raise NameError(f"the candidate does not define {name}()")
+        if owner is not None:
+            if held:
+                _own_class_cell(fn, owner)
+            setattr(owner, mangled(owner, name), fn)  # this process is the candidate's own
+        else:
+            module.__dict__[name] = fn
 
     def first_key(self) -> int:
         return 0 if self.captured else 12345
