@@ -53,7 +53,7 @@ def test_no_function_in_the_package_is_over_60_lines() -> None:
         if name.startswith("tests/"):
             continue
         for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
-                if node.end_lineno - node.lineno + 1 > 60:
-                    long.append(f"{name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None \
+                    and node.end_lineno - node.lineno + 1 > 60:
+                long.append(f"{name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert long == [], long
