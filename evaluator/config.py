@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ class ProjectConfig(BaseModel):
     test_command: list[str] | None = Field(None, description="regression tests for a winner, e.g. ['pytest', '-q']")
     prompt_values: bool = Field(False, description="captured calls' values (not only their types and shapes) "
                                 "may go into an LLM's prompt: they are the program's real data")
+    redact: list[str] = Field(["password", "passwd", "token", "secret", "authorization", "api_key", "cookie"],
+                              description="names of arguments, dict keys and attributes whose values capture "
+                              "replaces with a placeholder before they are stored (matched by whole words of "
+                              "the name: `token` redacts `access_token` and `authToken`, not `tokens`)")
+    python: str | None = Field(None, description="the interpreter the target's sandbox workers and the project's "
+                               "tests run with (relative to the project root; default: the captured program's, "
+                               "else redline's own)")
 
     def tolerance(self, key: str) -> tuple[float | None, float | None]:
         own = self.targets.get(key)
@@ -64,10 +72,18 @@ def load_config(root: Path) -> ProjectConfig:
     if isinstance(data.get("test_command"), str):
         data["test_command"] = data["test_command"].split()
     try:
-        return ProjectConfig.model_validate(data)
+        config = ProjectConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(f"{source}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
+    if config.python is not None:
+        exe = Path(config.python).expanduser()
+        exe = exe if exe.is_absolute() else root / exe
+        if not (exe.is_file() and os.access(exe, os.X_OK)):
+            raise ConfigError(f"{source}: python: {config.python} is not an executable interpreter (expected the path "
+                              "of the program's python, e.g. .venv/bin/python)")
+        config.python = str(exe)
+    return config
 
 
 def _toml(path: Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import textwrap
 import time
 from typing import Any
 
+from .config import ConfigError, load_config
 from .contention import pool_threads
 from .gate import Gate, checked, indistinct
 from .inputs.plan import InputPlan, fresh_seeds
@@ -66,10 +67,17 @@ def same_code(code: str, reference: str | None) -> bool:
 
 
 def program_python(target: Target) -> str | None:
-    """The interpreter of the program the target's calls were captured from, where it is not redline's
-    and still exists: the workers run with it, so the target imports what the program's environment
-    has (a package installed there only) at the program's Python version (cloudpickled code objects
-    are version-specific). The worker needs only the standard library (and cloudpickle, lent)."""
+    """The interpreter the target's workers run with where it is not redline's: the project's `python`
+    in redline.toml, else that of the program the target's calls were captured from, where it still
+    exists. So the target imports what the program's environment has (a package installed there only)
+    at the program's Python version (cloudpickled code objects are version-specific). The worker needs
+    only the standard library (and cloudpickle, lent)."""
+    try:
+        configured = load_config(target.project_root).python
+    except ConfigError as exc:
+        raise TargetError(str(exc))
+    if configured is not None:
+        return configured if configured != sys.executable else None
     manifest = target.inputs.manifest
     exe = manifest.interpreter if manifest is not None else ""
     if not exe or exe == sys.executable or not os.access(exe, os.X_OK):

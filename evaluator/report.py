@@ -34,6 +34,33 @@ def interval(times: list[float]) -> Interval | None:
     return Interval(median_s=median(times), ci95_s=median_ci(times, 400), runs=len(times))
 
 
+def verified(report: Report) -> str:
+    """What the winner was checked on and what its edit adds, in a line: the inputs, the edge variants,
+    a second pair of workers, the project's tests, the dependencies it needs."""
+    w = report.winner
+    if w is None:
+        return ""
+    won = next((c for c in report.candidates if c.id == w.id), None)
+    i = report.inputs
+    if i is not None and i.source == "captured":
+        parts = [f"checked on {i.calls} captured calls" + (f" ({i.excluded} excluded)" if i.excluded else "")]
+    else:
+        parts = ["checked on fresh inputs" + (f" ({i.detail})" if i is not None and i.detail else "")]
+    if won is not None and won.shapes_checked:
+        parts[0] += f" and {len(won.shapes_checked)} edge variant{'s' if len(won.shapes_checked) != 1 else ''}"
+    if won is not None and won.stage == "second_pair":
+        parts.append("timed in two pairs of fresh workers")
+    reg = report.regression
+    if reg is not None and reg.ran:
+        parts.append(f"the project's tests {'passed' if reg.passed else 'failed'} ({' '.join(reg.command)})")
+    elif reg is not None:
+        parts.append("no project test ran")
+    if w.needs:
+        where = ", ".join(Path(f.path).name for f in w.files)
+        parts.append(f"needs {', '.join(w.needs)}" + (f" (added to {where})" if where else ""))
+    return "; ".join(parts)
+
+
 def id_order(r: CandidateResult) -> tuple[int, str]:
     digits = r.id[1:]
     return (int(digits), r.id) if digits.isdigit() else (1 << 30, r.id)

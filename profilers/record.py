@@ -78,18 +78,19 @@ def default_output(fmt: str, root: Path) -> Path:
     return redline_dir(root) / f"profile-{stamp}.{ext}"
 
 
-def record(cmd: list[str], output: Path, how: Sampling = Sampling(), stdio_to_stderr: bool = False) -> int:
+def record(cmd: list[str], output: Path, how: Sampling = Sampling(), stdio_to_stderr: bool = False,
+           cwd: Path | None = None) -> int:
     """Run `cmd` under py-spy and write the trace to `output`; returns the command's exit status.
 
     The command is started by redline and py-spy attaches to it by pid, so the command's own
     exit status is known (py-spy's `record -- CMD` exits 0 whatever the command did). With
     `stdio_to_stderr`, the command gets no stdin and writes its stdout to this process's stderr (a
-    server's stdout is its protocol).
+    server's stdout is its protocol). `cwd`: where the command runs (default: here).
     """
     exe = py_spy()
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        child = subprocess.Popen(cmd, **child_stdio(stdio_to_stderr))
+        child = subprocess.Popen(cmd, cwd=cwd, **child_stdio(stdio_to_stderr))
     except OSError as exc:
         raise RecordError(f"cannot start {cmd[0]}: {exc.strerror}")
     args = how.args(exe, child.pid, output)

@@ -92,8 +92,10 @@ class RedlineServer(LanguageServer):
                 fut.add_done_callback(lambda f: self.cancelling(token, cancel) if f.cancelled() else None)
         except Exception:  # a client that refuses progress still gets the result
             return ""
-        progress.begin(token, lsp.WorkDoneProgressBegin(title=title, cancellable=True, message="starting",
-                                                        percentage=0))
+        # No percentage: a client shows a progress with one only where each report has one too
+        # (vscode-languageclient drops a report's message otherwise), and most of a run's reports (the
+        # sandbox, the candidate being evaluated, "cancelling…") have none to give.
+        progress.begin(token, lsp.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
         return token
 
 

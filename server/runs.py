@@ -21,12 +21,22 @@ class Offer:
     version: int | None
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """A winner the user accepted: what a re-profile's program-level change is put next to."""
+
+    function: str
+    file: str  # as a profile names it: relative to the workspace root, or absolute outside it
+    speedup: float
+
+
 @dataclass
 class Runs:
     offers: dict[str, Offer] = field(default_factory=dict)
     running: dict[str, threading.Event] = field(default_factory=dict)
     # Functions an accepted winner changed since the loaded profile was recorded: uri -> qualname -> when.
     changed: dict[str, dict[str, float]] = field(default_factory=dict)
+    accepted: dict[str, Accepted] = field(default_factory=dict)  # run id -> what its accepted winner was
 
     def changed_in(self, uri: str) -> set[str]:
         return set(self.changed.get(uri, {}))

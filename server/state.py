@@ -46,6 +46,8 @@ class Comparison:
 
     before: tuple[str, ...]
     changes: dict[tuple[str, str, str], FunctionChange]  # (kind, file, function) -> its change
+    before_total_weight: float = 0.0  # the whole program, in each trace's unit
+    after_total_weight: float = 0.0
 
 
 class ProfileStore:
@@ -109,16 +111,26 @@ class ProfileStore:
             self.snapshot = snap
         return snap
 
-    def compare(self, before: list[str]) -> Comparison:
-        """Compare the loaded traces with `before` (ParseError on a bad trace) and keep the comparison."""
-        doc = profile_diff(list(before), list(self.snapshot.traces), self.root)
-        found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions})
+    def compare(self, before: list[str], after: list[str] | None = None) -> Comparison:
+        """Compare `after` (default: the loaded traces) with `before` (ParseError on a bad trace) and keep
+        the comparison."""
+        doc = profile_diff(list(before), list(after if after is not None else self.snapshot.traces), self.root)
+        found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions},
+                           doc.before_total_weight, doc.after_total_weight)
         self.comparison = found
         return found
 
     def change(self, h: Hotspot) -> FunctionChange | None:
         c = self.comparison
         return c.changes.get((h.kind, h.file, h.function)) if c is not None else None
+
+    def link(self, file: str, function: str) -> str | None:
+        """Where a hover's link to a function of the loaded profile goes: its file's URI at its def line."""
+        for h in self.snapshot.by_file.get(file, []):
+            if h.function == function and h.line:
+                path = Path(file) if Path(file).is_absolute() else self.root / file
+                return f"{path.as_uri()}#L{h.line}"
+        return None
 
     def for_path(self, path: Path) -> list[Hotspot]:
         snap = self.snapshot

@@ -1,10 +1,13 @@
 """Shared test helpers: paths, the real CLI, real py-spy recordings."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +152,39 @@ def toml_workspace(root: Path) -> Path:
     shutil.copy(TESTS / "workloads" / "toml_work.py", root / "work.py")
     (root / "redline.toml").write_text("")
     return root
+
+
+class Service:
+    """tests/workloads/json_service.py, started and loaded by a client thread until stopped."""
+
+    def __init__(self, cwd: Path) -> None:
+        shutil.copy(TESTS / "workloads" / "json_service.py", cwd / "json_service.py")
+        self.proc = subprocess.Popen([sys.executable, "json_service.py"], cwd=cwd, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # the service says when it accepts connections
+        assert line.startswith("listening "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}/report/"
+        self.served = 0
+        self.more = threading.Condition()
+        self.stop = threading.Event()
+        self.client = threading.Thread(target=self._load, daemon=True)
+        self.client.start()
+
+    def _load(self) -> None:
+        while not self.stop.is_set():
+            with urllib.request.urlopen(self.url + "400", timeout=30) as reply:
+                json.loads(reply.read())
+            with self.more:
+                self.served += 1
+                self.more.notify_all()
+
+    def wait_served(self, n: int) -> None:
+        with self.more:
+            target = self.served + n
+            assert self.more.wait_for(lambda: self.served >= target, timeout=120)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.client.join(timeout=30)
+        self.proc.terminate()
+        self.proc.wait(timeout=30)

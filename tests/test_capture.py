@@ -9,6 +9,7 @@ the reference does not reproduce, and a failing command.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -312,9 +313,8 @@ def test_an_iterator_class_of_the_program_is_not_replaced_under_capture(tmp_path
     assert cap.stdout.startswith(plain.stdout) and "kept 64 of 630 calls" in cap.stdout, cap.stdout[-500:]
 
 
-def test_the_target_runs_with_the_programs_own_interpreter(tmp_path: Path) -> None:
-    """A package installed only in the program's venv: captured there, and optimise (run from redline's
-    own environment) loads the target with the program's interpreter, which has it."""
+def own_environment(tmp_path: Path) -> tuple[Path, str]:
+    """tests/captured/own_env as a workspace, and a second venv's interpreter: the only one with `onlyhere`."""
     work = tmp_path / "work"
     shutil.copytree(CAPTURED / "own_env", work)
     (work / "redline.toml").write_text("")
@@ -322,7 +322,13 @@ def test_the_target_runs_with_the_programs_own_interpreter(tmp_path: Path) -> No
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     site = next(env_dir.glob("lib/python3*/site-packages"))
     (work / "onlyhere.py").rename(site / "onlyhere.py")  # installed there, and nowhere else
-    program_python = str(env_dir / "bin" / "python")
+    return work, str(env_dir / "bin" / "python")
+
+
+def test_the_target_runs_with_the_programs_own_interpreter(tmp_path: Path) -> None:
+    """A package installed only in the program's venv: captured there, and optimise (run from redline's
+    own environment) loads the target with the program's interpreter, which has it."""
+    work, program_python = own_environment(tmp_path)
     cap = redline("capture", "--target", "work.py::price", "--", program_python, "work.py", cwd=work)
     assert cap.returncode == 0 and "kept 20 of 20 calls" in cap.stdout, cap.stdout + cap.stderr
     m = json.loads((work / ".redline/inputs/work.price/manifest.json").read_text())
@@ -337,3 +343,71 @@ def test_the_target_runs_with_the_programs_own_interpreter(tmp_path: Path) -> No
     assert report["stopped"] is None and report["inputs"]["calls"] == 20
     status = {c["origin"]: c["status"] for c in report["candidates"]}
     assert status == {"file:copy.py": "not_faster", "file:wrong.py": "incorrect"}, report["candidates"]
+
+
+def test_redline_toml_names_the_interpreter_the_target_runs_with(tmp_path: Path) -> None:
+    """With no captured calls to name the program's interpreter, `python =` in redline.toml does: the target
+    (which imports a package only that interpreter has) loads and is judged; a wrong path is one clear error."""
+    work, program_python = own_environment(tmp_path)
+    (work / "ops.py").write_text(
+        "import onlyhere\n\n\ndef price(items):\n    return [onlyhere.with_tax(a) for a in items]\n\n\n"
+        "def make_inputs(seed):\n    return ([float(seed % 97 + j) for j in range(50)],)\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "wrong.py").write_text("def price(items):\n    return [round(a * 1.25, 2) for a in items]\n")
+    without = redline("optimise", "ops.py::price", "--candidates", str(cands), "--no-builtin", cwd=work)
+    assert without.returncode == 2 and "onlyhere" in without.stderr, without.stderr[-1000:]
+    (work / "redline.toml").write_text(f'python = "{os.path.relpath(program_python, work)}"\n')  # ../program-venv/…
+    report = optimise(work, "ops.py::price", cands, tmp_path / "r.json")
+    assert {c["origin"]: c["status"] for c in report["candidates"]} == {"file:wrong.py": "incorrect"}
+    (work / "redline.toml").write_text('python = "no/such/python"\n')
+    bad = redline("optimise", "ops.py::price", "--candidates", str(cands), "--no-builtin", cwd=work)
+    assert bad.returncode == 2 and "redline.toml: python: no/such/python is not an executable interpreter" \
+        in bad.stderr, bad.stderr[-1000:]
+
+
+
+SECRETS = '''class Session:
+    def __init__(self, user, token):
+        self.user, self.token, self.tokens = user, token, [1, 2, 3]
+
+
+def login(session, password, headers):
+    return {"user": session.user, "strong": len(password) > 8, "bearer": len(headers.get("Authorization", ""))}
+
+
+def score(items, tokens):
+    return sum(items) + len(tokens)
+
+
+for i in range(12):
+    login(Session(f"u{i}", f"tok-SECRET-{i}"), f"pw-SECRET-{i}", {"Authorization": f"Bearer SECRET{i}", "Accept": "json"})
+    score([i, i + 1], ["a", "b"])
+'''
+
+
+def test_secrets_are_redacted_before_they_are_stored(tmp_path: Path) -> None:
+    """Captured calls are the program's data: what arguments, dict keys and attributes named like secrets
+    hold (redline.toml's `redact`, by default password, token, secret, authorization, …) never reaches the
+    store; a call whose result depended on one is excluded as not reproduced, and names that only contain
+    such a word (`tokens`) are kept."""
+    (tmp_path / "app.py").write_text(SECRETS)
+    (tmp_path / "redline.toml").write_text("")
+    cap = redline("capture", "--target", "app.py::login", "--target", "app.py::score", "--", sys.executable, "app.py",
+                  cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr
+    stored = [p for p in (tmp_path / ".redline" / "inputs").rglob("*") if p.is_file()]
+    assert len(stored) > 20 and not any(b"SECRET" in p.read_bytes() for p in stored)
+    assert any(b"<redacted by redline>" in p.read_bytes() for p in stored)
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "copy.py").write_text("def score(items, tokens):\n    return sum(items) + len(tokens)\n")
+    report = optimise(tmp_path, "app.py::score", cands, tmp_path / "score.json")
+    assert report["inputs"]["calls"] == 12 and report["inputs"]["excluded"] == 0  # `tokens` is not a secret
+    (cands / "copy.py").write_text("def login(session, password, headers):\n    return {}\n")
+    res = redline("optimise", "app.py::login", "--candidates", str(cands), "--no-builtin", cwd=tmp_path)
+    # Its result depends on the Authorization header's length, which redaction changed: no call reproduces.
+    assert res.returncode == 2 and "reproduces none of its 12 captured calls" in res.stderr, res.stderr[-800:]
+    (tmp_path / "redline.toml").write_text("redact = []\n")  # turned off: stored as they were
+    assert redline("capture", "--target", "app.py::login", "--", sys.executable, "app.py", cwd=tmp_path).returncode == 0
+    assert any(b"SECRET" in p.read_bytes() for p in (tmp_path / ".redline" / "inputs").rglob("*.pkl"))

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from helpers import TESTS, plain, redline
+from helpers import TESTS, Service, plain, redline
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from redline.profilers import report
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +123,62 @@ async def test_compare_with_the_recording_it_replaced(client: LanguageClient, wo
     assert stopped == {"comparing": False}
     hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
     assert not any(" vs before" in str(h.label) for h in hints or [])
+
+
+async def test_profiling_again_after_a_change_shows_the_programs_change(client: LanguageClient,
+                                                                         workspace: Path) -> None:
+    """`redline.reprofile` runs the last profiled command again (here `cpu_work.py again`), after a known
+    change on disk: Grid.relax's loop replaced by its closed form. The program gets faster, relax's share
+    falls, the new recording is loaded in place of the old, and the user is told the program's change."""
+    await SEEN.wait("loaded", 1)
+    source = workspace / "cpu_work.py"
+    loop = "        acc = 0.0\n        for i in range(n):\n            acc += (i % 7) * 0.5\n        return acc\n"
+    assert loop in source.read_text()
+    source.write_text(source.read_text().replace(
+        loop, "        return 0.5 * (n // 7 * 21 + (n % 7) * (n % 7 - 1) // 2)\n"))
+    answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.reprofile", arguments=[]))
+    assert answer["before"].endswith("other.speedscope.json") and Path(answer["trace"]).is_file(), answer
+    program = answer["program"]
+    assert program["exit_code"] == 0 and program["unit"] == "seconds" and program["speedup"] > 1.5, program
+    relax = next(f for f in answer["functions"] if f["function"] == "Grid.relax")
+    assert relax["after_self"] < relax["before_self"] / 2, relax
+    assert answer["winners"] == []  # no winner was accepted in this session
+    said = [m["message"] for m in SEEN.events["message"] if "the program:" in m["message"]]
+    assert said and f"({program['speedup']:.2f}x)" in said[-1], said
+    loaded = SEEN.events["loaded"][-1]
+    assert answer["trace"] in loaded["traces"]
+
+
+async def test_attach_to_a_running_service_fills_in_while_it_runs_until_stopped(client: LanguageClient,
+                                                                                  tmp_path: Path) -> None:
+    """`redline.attach` on a real HTTP service under load: the trace is loaded after each window, with more
+    samples each time, while the service keeps serving; the progress's Cancel (the editor's Stop) ends it."""
+    svc = Service(tmp_path)
+    try:
+        svc.wait_served(5)
+        answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            command="redline.attach", arguments=[{"pid": svc.proc.pid}]))
+        trace, token = answer["trace"], f"redline-{answer['runId']}"
+        seen = len(SEEN.events.get("loaded", []))
+        samples = []
+        while len(samples) < 2:  # two loads of the trace as it grows
+            seen += 1
+            loaded = (await SEEN.wait("loaded", seen))[-1]
+            samples += [t["samples"] for t in loaded["loaded"] if t["trace"] == trace]
+        assert 0 < samples[0] < samples[1], samples
+        svc.wait_served(1)  # it is still serving while sampled
+        client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+        for _ in range(100):  # the window in progress finishes (at most 2 s), then the progress ends
+            if type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd":
+                break
+            await asyncio.sleep(0.1)
+        end = client.progress_reports[token][-1]
+        assert type(end).__name__ == "WorkDoneProgressEnd" and end.message.startswith("stopped; attach-"), end
+        state = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="redline.status",
+                                                                                    arguments=[]))
+        assert answer["runId"] not in state["running"]
+        hot = {h.function for h in report([Path(trace)], tmp_path).hotspots}
+        assert {"render_report", "Handler.do_GET"} <= hot, sorted(hot)
+    finally:
+        svc.close()

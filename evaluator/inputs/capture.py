@@ -98,6 +98,16 @@ def script_command(cmd: list[str]) -> list[str]:
     return cmd
 
 
+def _redaction(targets: list[CaptureTarget]) -> list[str]:
+    """The name patterns whose values capture does not store (redline.toml's `redact`)."""
+    from ..config import ConfigError, load_config
+
+    try:
+        return load_config(targets[0].project_root).redact if targets else []
+    except ConfigError as exc:
+        raise CaptureError(str(exc))
+
+
 def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
                 max_mb: float = 256.0, cancel: threading.Event | None = None,
                 stdio_to_stderr: bool = False, duration: float | None = None) -> CaptureResult:
@@ -113,7 +123,8 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
     work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
     try:
         plan = {"out": str(work), "calls": calls, "max_bytes": int(max_mb * (1 << 20)),
-                "targets": [{"file": str(t.file), "qualname": t.qualname} for t in targets]}
+                "targets": [{"file": str(t.file), "qualname": t.qualname} for t in targets],
+                "redact": _redaction(targets)}
         (work / "plan.json").write_text(json.dumps(plan))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), _lend_cloudpickle(work),

@@ -10,7 +10,7 @@ from ..core import RedlineServer
 
 log = logging.getLogger("redline.server")
 
-FEATURES = ("profiles", "documents", "hover", "inlay_hints", "lenses", "actions", "optimise")
+FEATURES = ("profiles", "documents", "hover", "inlay_hints", "lenses", "actions", "optimise", "reprofile", "attach")
 
 
 def register_all(ls: RedlineServer) -> None:

@@ -23,7 +23,10 @@ def _us(seconds: float) -> str:
 
 
 def hover(text: str, placed: list[Placed], pos: lsp.Position,
-          change: Callable[[Hotspot], FunctionChange | None] = lambda h: None) -> lsp.Hover | None:
+          change: Callable[[Hotspot], FunctionChange | None] = lambda h: None, uri: str = "",
+          link: Callable[[str, str], str | None] = lambda file, function: None) -> lsp.Hover | None:
+    """The hover at `pos`; `uri` (the document's) and `link` (a function's file and name -> its place)
+    make the hottest lines, callers and callees links."""
     line1 = pos.line + 1
     inside = [p for p in placed if p.fn.line <= line1 <= p.fn.end_line]
     if not inside:
@@ -48,6 +51,11 @@ def hover(text: str, placed: list[Placed], pos: lsp.Position,
         for c in s.callees[:6]:
             md.append(f"{_bar(c.fraction)} {c.fraction:6.1%}    ↳ {c.function}")
         md.append("```")
+        edges = [("↑", c) for c in s.callers[:4]] + [("↳", c) for c in s.callees[:6]]
+        links = [f"{arrow} [{c.function}]({to})" for arrow, c in edges if (to := link(c.file, c.function))]
+        if links:
+            md.append("Go to: " + " · ".join(links))
+            md.append("")
         hot = sorted((lw for lw in s.lines if lw.total_weight > 0), key=lambda lw: -lw.self_weight)[:4]
         if hot:
             md.append("Hottest lines:")
@@ -55,7 +63,8 @@ def hover(text: str, placed: list[Placed], pos: lsp.Position,
                 ln = p.current_line(lw.line)
                 code = src[ln - 1].strip() if 0 < ln <= len(src) else ""
                 here = " ◀ here" if ln == line1 else ""
-                md.append(f"- L{ln}: self {lw.self_weight / max(s.self_weight, 1e-300):.0%} of this function, "
+                label = f"[L{ln}]({uri}#L{ln})" if uri else f"L{ln}"
+                md.append(f"- {label}: self {lw.self_weight / max(s.self_weight, 1e-300):.0%} of this function, "
                           f"{lw.fraction:.1%} of all · `{code[:60]}`{here}")
         if s.kernels:
             md.append("Kernels launched:")
@@ -80,4 +89,4 @@ def register(ls: RedlineServer) -> None:
     @guarded(None)
     def on_hover(ls: RedlineServer, params: lsp.HoverParams) -> lsp.Hover | None:
         text, placed = ls.placed(params.text_document.uri)
-        return hover(text, placed, params.position, ls.store.change)
+        return hover(text, placed, params.position, ls.store.change, params.text_document.uri, ls.store.link)

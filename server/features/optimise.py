@@ -17,7 +17,6 @@ from pygls.uris import from_fs_path, to_fs_path
 from redline.evaluator.apply import unchanged
 from redline.evaluator.models import Report
 from redline.evaluator.progress import (
-    CandidateDone,
     Event,
     ProfileStarted,
     ProposerFailed,
@@ -25,16 +24,18 @@ from redline.evaluator.progress import (
     VersusCompile,
     describe,
 )
+from redline.evaluator.report import verified
 from redline.evaluator.run import LLMOptions, RunOptions, execute
 from redline.evaluator.sandbox import isolation_line
 from redline.evaluator.target import NoInputs, Target, TargetError, apply_candidate, load_target
 from redline.profilers import Hotspot
 
 from ..core import CommandError, RedlineServer, command, parse_args
-from ..runs import Offer
+from ..runs import Accepted, Offer
 from ..settings import ServerSettings
 from .capture import capture_command, capture_first
 from .profiles import refresh_views
+from .reprofile import last_profile
 
 
 class OptimiseArgs(BaseModel):
@@ -103,9 +104,8 @@ class _Job:
     def report_progress(self, event: Event) -> None:
         if not self.token or isinstance(event, (VersusCompile, SanitizerStarted, ProfileStarted, ProposerFailed)):
             return
-        pct = min(99, int(100 * event.tried / self.options.budget)) if isinstance(event, CandidateDone) else None
         self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, lsp.WorkDoneProgressReport(
-            message=describe(event, reason_chars=120), percentage=pct))
+            message=describe(event, reason_chars=120)))
 
     async def run(self, target: Target | None, capture: tuple[list[str], Path] | None) -> None:
         ls, a = self.ls, self.a
@@ -162,11 +162,12 @@ async def finish(ls: RedlineServer, a: OptimiseArgs, target: Target, report: Rep
         progress.end(token, lsp.WorkDoneProgressEnd(message=headline))
     ls.protocol.notify("redline/winner", {
         "runId": run_id, "uri": a.uri, "function": a.function, "speedup": w.speedup, "ci95": list(w.speedup_ci95),
-        "diff": w.diff, "original": target.source, "proposed": new_source, "title": headline})
+        "diff": w.diff, "original": target.source, "proposed": new_source, "title": headline,
+        "verified": verified(report)})
     if _client_reviews(ls):
         return  # the client shows its own diff review and answers with applyWinner / discardWinner
     choice = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
-        type=lsp.MessageType.Info, message=f"redline: {headline}",
+        type=lsp.MessageType.Info, message=f"redline: {headline}. {verified(report)}",
         actions=[lsp.MessageActionItem("Review"), lsp.MessageActionItem("Apply"), lsp.MessageActionItem("Discard")]))
     title = choice.title if choice is not None else ""
     if title == "Apply":
@@ -262,9 +263,13 @@ async def apply(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         return {"applied": False, "reason": result.failure_reason or "the client did not apply the edit"}
     ls.runs.offers.pop(a.runId, None)
     ls.runs.changed.setdefault(offer.uri, {})[offer.target.qualname] = time.time()
+    if offer.report.winner is not None:
+        file = offer.target.file.resolve()
+        shown = file.relative_to(ls.store.root).as_posix() if file.is_relative_to(ls.store.root) else str(file)
+        ls.runs.accepted[a.runId] = Accepted(offer.target.qualname, shown, offer.report.winner.speedup)
     ls.forget(offer.uri)
     refresh_views(ls)
-    return {"applied": True}
+    return {"applied": True, "reprofile": last_profile(ls) is not None}
 
 
 def discard(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:

@@ -126,13 +126,19 @@ async def compare_profiles(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str
         found = await loop.run_in_executor(None, ls.store.compare, [str(before)])
     except ParseError as exc:
         raise CommandError(str(exc))
+    show_comparison(ls)
+    top = sorted(found.changes.values(), key=lambda c: -abs(c.self_delta))[:5]
+    return {"comparing": True, "before": str(before), "after": list(snap.traces),
+            "before_total_weight": found.before_total_weight, "after_total_weight": found.after_total_weight,
+            "functions": [c.model_dump(mode="json") for c in top]}
+
+
+def show_comparison(ls: RedlineServer) -> None:
+    """Every open document's diagnostics, hints and lenses again, with the store's comparison."""
     ls.forget()
     for uri in list(ls.workspace.text_documents):
         publish(ls, uri)
     refresh_views(ls)
-    top = sorted(found.changes.values(), key=lambda c: -abs(c.self_delta))[:5]
-    return {"comparing": True, "before": str(before), "after": list(snap.traces),
-            "functions": [c.model_dump(mode="json") for c in top]}
 
 
 def status(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:

@@ -1,6 +1,10 @@
 // End to end: a real code-server with the redline VSIX, driven by headless Debian chromium.
-// Opens the demo workspace with a real py-spy profile, sees the code lens and the heat, runs
-// Optimise, sees the diff review, accepts, saves, and checks the file on disk changed.
+// Opens the demo workspace with real py-spy profiles, sees the code lens and the heat, the flame
+// graph (a click opens the source; the cursor's function is highlighted), runs Optimise, sees the
+// diff review, accepts, saves, checks the file on disk changed and the lens marks the function
+// changed, then profiles again and reads the program's change. Then a program that prints, with no
+// inputs for its hot function: Capture and optimise from local candidate files, review, Accept; and a
+// run cancelled from its progress notification while a candidate spins.
 // Env: REDLINE_PYTHON (interpreter with redline installed), REDLINE_SCREENSHOTS (folder to keep screenshots).
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -39,14 +43,22 @@ async function main() {
   mkdirSync(join(ws, ".vscode"), { recursive: true });
   copyFileSync(join(repo, "examples", "demo", "app.py"), join(ws, "app.py"));
   writeFileSync(join(ws, "redline.toml"), "");
-  log("recording a py-spy profile of the demo");
+  copyFileSync(join(repo, "tests", "workloads", "orders_work.py"), join(ws, "orders.py"));
+  for (const [folder, name] of [["candidates", "parse_split.py"], ["candidates-spin", "parse_spins.py"]]) {
+    mkdirSync(join(ws, folder));
+    copyFileSync(join(here, folder, name), join(ws, folder, name));
+  }
+  log("recording py-spy profiles of the printing workload and of the demo");
+  execFileSync(python, ["-m", "redline.cli", "profile", "-o", join(ws, ".redline", "orders.speedscope.json"), "--rate",
+                        "200", "--", python, "orders.py", "400"], { stdio: "inherit", cwd: ws });
   execFileSync(python, ["-m", "redline.cli", "profile", "-o", join(ws, ".redline", "app.speedscope.json"), "--rate", "200",
-                        "--", python, join(ws, "app.py")], { stdio: "inherit" });
-  writeFileSync(join(ws, ".vscode", "settings.json"), JSON.stringify({
+                        "--", python, join(ws, "app.py")], { stdio: "inherit", cwd: ws });
+  const settings = {
     "redline.interpreter": python, "redline.budget": 2, "redline.rounds": 1,
     "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
     "editor.codeLens": true, "workbench.tips.enabled": false,
-  }, null, 2));
+  };
+  writeFileSync(join(ws, ".vscode", "settings.json"), JSON.stringify(settings, null, 2));
   const userData = join(work, "user"), extDir = join(work, "extensions");
   log("installing the VSIX into code-server");
   execFileSync(codeServer, ["--user-data-dir", userData, "--extensions-dir", extDir, "--install-extension", vsix],
@@ -127,9 +139,17 @@ async function main() {
     await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
     await page.keyboard.type("16");
     await page.keyboard.press("Enter");
-    await lens.waitFor({ timeout: 30000 });
-    log("running Optimise");
-    await lens.click();
+    // The other way: the function at the cursor is searched for, so highlighted, in the flame graph.
+    const search = flame.locator("input").first();
+    await search.waitFor({ timeout: 15000 });
+    for (let i = 0; i < 40 && (await search.inputValue()) !== "rolling_zscore"; i++) await page.waitForTimeout(250);
+    if ((await search.inputValue()) !== "rolling_zscore") {
+      throw new Error(`the flame graph does not follow the cursor: its search holds "${await search.inputValue()}"`);
+    }
+    await page.screenshot({ path: join(shots, "flame-graph-follows-cursor.png") });
+    log("the cursor's function is highlighted in the flame graph: OK");
+    log("running Optimise hotspot at the cursor");
+    await runCommand(page, "redline: Optimise hotspot");
     const diffTab = page.locator(".tab", { hasText: "faster" }).first();
     await diffTab.waitFor({ timeout: 240000 });
     await page.waitForSelector(".monaco-diff-editor", { timeout: 30000 });
@@ -140,7 +160,11 @@ async function main() {
     const accept = page.locator(".notifications-toasts .monaco-button", { hasText: "Accept" }).first();
     await accept.waitFor({ timeout: 30000 });
     await accept.click();
-    await page.locator(".notifications-toasts", { hasText: "winner applied" }).first().waitFor({ timeout: 60000 });
+    const applied = page.locator(".notifications-toasts .notification-toast", { hasText: "winner applied" }).first();
+    await applied.waitFor({ timeout: 60000 });
+    await diffTab.waitFor({ state: "detached", timeout: 10000 });
+    await applied.locator(".monaco-button", { hasText: "Profile again and compare" }).waitFor({ timeout: 10000 });
+    log("diff review closed after Accept, re-profile offered: OK");
     await page.keyboard.press("Control+S");
     for (let i = 0; i < 40 && !readFileSync(join(ws, "app.py"), "utf8").includes("numba.njit"); i++) {
       await page.waitForTimeout(250);
@@ -148,15 +172,114 @@ async function main() {
     const after = readFileSync(join(ws, "app.py"), "utf8");
     if (!after.includes("@numba.njit")) throw new Error("the accepted winner did not reach the file");
     log("accepted winner saved to app.py: OK");
+    // The profile no longer measures the function: its lens says so until the program is profiled again.
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "app.py" }).first().click();
+    await page.locator(".codelens-decoration", { hasText: "changed since this profile" }).first()
+      .waitFor({ timeout: 30000 });
+    await page.screenshot({ path: join(shots, "changed-since-profile.png") });
+    log("lens marks the accepted function as changed since the profile: OK");
+    await runCommand(page, "redline: Profile again and compare");
+    const change = page.locator(".notifications-toasts .notification-toast", { hasText: "the program:" }).first();
+    await change.waitFor({ timeout: 180000 });
+    const said = (await change.innerText()).replace(/\s+/g, " ");
+    if (!/verified [\d.]+x, at \d+% of the program it predicted [\d.]+x/.test(said)) {
+      throw new Error(`the re-profile does not put the program's change next to the winner's: ${said}`);
+    }
+    await page.locator(".codelens-decoration", { hasText: "changed since this profile" }).first()
+      .waitFor({ state: "detached", timeout: 30000 });
+    await page.screenshot({ path: join(shots, "profile-again.png") });
+    log(`profiled again: ${said}`);
+    await captureAndOptimise(page, ws, settings);
   } catch (err) {
     const pages = browser.contexts().flatMap((c) => c.pages());
-    if (pages[0]) await pages[0].screenshot({ path: join(work, "failure.png") }).catch(() => {});
+    if (pages[0]) {
+      await pages[0].screenshot({ path: join(work, "failure.png") }).catch(() => {});
+      // What the notifications said (toasts hide after a while): the notification centre, opened.
+      await pages[0].keyboard.press("Escape").catch(() => {});
+      await runCommand(pages[0], "Notifications: Show Notifications").catch(() => {});
+      await pages[0].waitForTimeout(500);
+      await pages[0].screenshot({ path: join(work, "failure-notifications.png") }).catch(() => {});
+    }
     console.error(`e2e failed: ${err.message}\nscreenshot: ${join(work, "failure.png")}\ncode-server log tail:\n${serverLog.slice(-3000)}`);
     process.exitCode = 1;
   } finally {
     await browser.close();
     server.kill("SIGTERM");
   }
+}
+
+/** A program that prints to stdout and stderr, whose hot function has no inputs: Capture and optimise
+ * runs it (its output must not reach the server's protocol stream), the winner comes from the local
+ * candidate files, and is reviewed and accepted; then a run is cancelled while a candidate spins. */
+async function captureAndOptimise(page, ws, settings) {
+  const use = async (candidates) => {
+    writeFileSync(join(ws, ".vscode", "settings.json"), JSON.stringify({
+      ...settings, "redline.candidatesDir": candidates, "redline.builtinProposers": false,
+      "redline.captureCommand": `${python} orders.py 30`, "redline.candidateTimeout": 120,
+    }, null, 2));
+    await page.waitForTimeout(1000);  // the settings reach the server (workspace/didChangeConfiguration)
+  };
+  await use("candidates");
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "orders.py" }).first().click();
+  const source = readFileSync(join(ws, "orders.py"), "utf8").split("\n");
+  await optimiseAt(page, source.findIndex((l) => l.startsWith("def parse")) + 3, true);
+  const diffTab = page.locator(".tab", { hasText: "parse" }).filter({ hasText: "faster" }).first();
+  await diffTab.waitFor({ timeout: 300000 });
+  await page.waitForSelector(".monaco-diff-editor", { timeout: 30000 });
+  await page.waitForTimeout(1000);
+  await page.screenshot({ path: join(shots, "capture-and-optimise.png") });
+  log(`captured while it printed, optimised from the candidate files: ${(await diffTab.innerText()).replace(/\s+/g, " ")}`);
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "parse" });
+  await toast.locator(".monaco-button", { hasText: "Accept" }).first().click();
+  await diffTab.waitFor({ state: "detached", timeout: 30000 });
+  await page.keyboard.press("Control+S");
+  for (let i = 0; i < 40 && !readFileSync(join(ws, "orders.py"), "utf8").includes("line.split"); i++) {
+    await page.waitForTimeout(250);
+  }
+  if (!readFileSync(join(ws, "orders.py"), "utf8").includes('line.split(",")')) {
+    throw new Error("the accepted parse did not reach orders.py");
+  }
+  log("accepted parse saved to orders.py: OK");
+  // Cancel mid-run: parse again (its calls are captured now), from a candidate that never returns; the
+  // progress notification's Cancel ends the run.
+  await use("candidates-spin");
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "orders.py" }).first().click();
+  const now = readFileSync(join(ws, "orders.py"), "utf8").split("\n");
+  await optimiseAt(page, now.findIndex((l) => l.startsWith("def parse")) + 2, false);
+  // The run's progress notification (a toast hides after a while: the notification centre lists it).
+  await runCommand(page, "Notifications: Show Notifications");
+  const progress = page.locator(".notifications-center .notification-list-item", { hasText: "parse_spins" }).first();
+  await progress.waitFor({ timeout: 120000 });
+  await page.screenshot({ path: join(shots, "cancel-mid-run.png") });
+  await progress.locator(".monaco-button", { hasText: "Cancel" }).first().click();
+  const cancelled = page.locator(".notification-list-item", { hasText: "parse: cancelled" }).first();
+  await cancelled.waitFor({ timeout: 30000 });
+  await page.screenshot({ path: join(shots, "cancelled.png") });
+  log(`cancelled mid-run: ${(await cancelled.innerText()).replace(/\s+/g, " ")}`);
+}
+
+/** Optimise the function at 1-based `line` of the active editor; `capture`: it has no inputs yet, so
+ * the editor asks to capture its calls first, and the test says yes. */
+async function optimiseAt(page, line, capture) {
+  await page.keyboard.press("Control+G");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+  await page.keyboard.type(String(line));
+  await page.keyboard.press("Enter");
+  await runCommand(page, "redline: Optimise hotspot");
+  if (!capture) return;
+  const ask = page.locator(".notifications-toasts .notification-toast", { hasText: "has no inputs" }).first();
+  await ask.waitFor({ timeout: 60000 });
+  await ask.locator(".monaco-button", { hasText: "Capture and optimise" }).click();
+}
+
+/** Run a command from the palette by its title. */
+async function runCommand(page, title) {
+  await page.keyboard.press("Control+Shift+P");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+  await page.keyboard.type(title);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^redline: /, "") }).first()
+    .waitFor({ timeout: 30000 });
+  await page.keyboard.press("Enter");
 }
 
 await main();

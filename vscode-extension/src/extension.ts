@@ -13,6 +13,7 @@ import {
 } from "vscode-languageclient/node";
 import {
   flameGraphHtml,
+  functionAt,
   HEAT_LEVELS,
   HeatLine,
   heatBuckets,
@@ -20,6 +21,7 @@ import {
   mergeFramesByFunction,
   nonce,
   pickInterpreter,
+  pythonProcesses,
   revealTarget,
   serverArgs,
   serverEnv,
@@ -152,7 +154,8 @@ function winnerUri(w: Winner): vscode.Uri {
 
 async function reviewWinner(w: Winner): Promise<void> {
   await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(w.uri), winnerUri(w), winnerTitle(w));
-  const choice = await vscode.window.showInformationMessage(winnerTitle(w), "Accept", "Reject");
+  const message = w.verified ? `${winnerTitle(w)}. ${w.verified}` : winnerTitle(w);
+  const choice = await vscode.window.showInformationMessage(message, "Accept", "Reject");
   if (choice === "Accept") await acceptWinner(w.runId);
   else if (choice === "Reject") await rejectWinner(w.runId);
 }
@@ -171,13 +174,53 @@ async function acceptWinner(arg?: unknown): Promise<void> {
   const result = (await client.sendRequest("workspace/executeCommand", {
     command: "redline.applyWinner",
     arguments: [{ runId }],
-  })) as { applied?: boolean; reason?: string; error?: string };
+  })) as { applied?: boolean; reason?: string; error?: string; reprofile?: boolean };
   if (result?.applied) {
     winners.delete(runId);
-    await vscode.commands.executeCommand("workbench.action.closeActiveEditor");
-    void vscode.window.showInformationMessage("redline: winner applied");
+    await closeReview(runId);
+    const again = result.reprofile ? ["Profile again and compare"] : [];
+    const choice = await vscode.window.showInformationMessage("redline: winner applied", ...again);
+    if (choice) await profileAgain();
   } else {
     void vscode.window.showWarningMessage(`redline: not applied: ${result?.reason ?? result?.error ?? "unknown"}`);
+  }
+}
+
+/** `redline: Attach to process…`: pick a running Python process; the server samples it in windows of a
+ * few seconds and the heat, hints and lenses fill in while it runs (its progress's Cancel stops it). */
+async function attachProcess(): Promise<void> {
+  if (!client) return;
+  const entries: { pid: number; cmdline: string }[] = [];
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      entries.push({ pid: Number(name), cmdline: fs.readFileSync(`/proc/${name}/cmdline`, "latin1") });
+    } catch { /* gone, or not ours to read */ }
+  }
+  const items = pythonProcesses(entries, [process.pid, serverProcess?.pid ?? -1]).map((p) =>
+    ({ label: `${p.pid}`, description: p.command, pid: p.pid }));
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage("redline: no running Python process to attach to");
+    return;
+  }
+  const pick = await vscode.window.showQuickPick(items, { title: "redline: attach to a Python process",
+                                                          matchOnDescription: true });
+  if (!pick) return;
+  try {
+    await client.sendRequest("workspace/executeCommand", { command: "redline.attach", arguments: [{ pid: pick.pid }] });
+  } catch (err) {
+    void vscode.window.showWarningMessage(`redline: ${err instanceof Error ? err.message : err}`);
+  }
+}
+
+/** `redline: Profile again and compare`: the last profiled command run again under py-spy (the server
+ * says the program's change and each accepted winner's verified and predicted speedups). */
+async function profileAgain(): Promise<void> {
+  if (!client) return;
+  try {
+    await client.sendRequest("workspace/executeCommand", { command: "redline.reprofile", arguments: [] });
+  } catch (err) {
+    void vscode.window.showWarningMessage(`redline: ${err instanceof Error ? err.message : err}`);
   }
 }
 
@@ -186,6 +229,15 @@ async function rejectWinner(arg?: unknown): Promise<void> {
   if (!runId || !client) return;
   await client.sendRequest("workspace/executeCommand", { command: "redline.discardWinner", arguments: [{ runId }] });
   winners.delete(runId);
+  await closeReview(runId);
+}
+
+/** Close the run's diff review, wherever its tab is (focus may have moved since it opened). */
+async function closeReview(runId: string): Promise<void> {
+  const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) =>
+    t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === WINNER_SCHEME &&
+    new URLSearchParams(t.input.modified.query).get("run") === runId);
+  if (tabs.length) await vscode.window.tabGroups.close(tabs);
 }
 
 async function optimiseHotspot(): Promise<void> {
@@ -237,6 +289,18 @@ async function recordProfile(context: vscode.ExtensionContext): Promise<void> {
 }
 
 let flamePanel: vscode.WebviewPanel | undefined;
+let flameSelected: string | undefined; // the function last highlighted in the flame graph
+
+/** The editor's cursor moved: highlight its function in the flame graph, when one is open. */
+function syncFlameGraph(e: vscode.TextEditorSelectionChangeEvent): void {
+  const doc = e.textEditor.document;
+  if (!flamePanel || doc.languageId !== "python" || doc.uri.scheme !== "file") return;
+  const line = e.selections[0].active.line;
+  const name = functionAt(doc.getText(new vscode.Range(0, 0, line + 1, 0)).split("\n"), line);
+  if (!name || name === flameSelected) return;
+  flameSelected = name;
+  void flamePanel.webview.postMessage({ type: "select", name });
+}
 
 function showFlameGraph(context: vscode.ExtensionContext): void {
   const trace = lastProfile?.traces.find((t) => /\.(json|txt)$/.test(t));
@@ -252,9 +316,12 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
   const merged = vscode.Uri.joinPath(store, `by-function-${path.basename(trace)}`);
   fs.writeFileSync(merged.fsPath, mergeFramesByFunction(fs.readFileSync(trace, "utf8")));
   flamePanel?.dispose();
+  flameSelected = undefined;
   flamePanel = vscode.window.createWebviewPanel("redlineFlameGraph", `Flame graph: ${path.basename(trace)}`,
     vscode.ViewColumn.Active, { enableScripts: true, localResourceRoots: [media, store] });
   const web = flamePanel.webview;
+  const panel = flamePanel;
+  panel.onDidDispose(() => { if (flamePanel === panel) flamePanel = undefined; });
   web.onDidReceiveMessage(async (msg) => {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const where = revealTarget(msg, root);
@@ -336,11 +403,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("redline.setApiKey", () => setApiKey(context)),
     vscode.commands.registerCommand("redline.restartServer", () => restart(context)),
     vscode.commands.registerCommand("redline.cancelRuns", cancelRuns),
+    vscode.commands.registerCommand("redline.profileAgain", profileAgain),
+    vscode.commands.registerCommand("redline.attachProcess", attachProcess),
     vscode.commands.registerCommand("redline.toggleHeat", () => {
       heatOn = !heatOn;
       vscode.window.visibleTextEditors.forEach(paintHeat);
     }),
     vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach(paintHeat)),
+    vscode.window.onDidChangeTextEditorSelection(syncFlameGraph),
   );
   refreshStatus();
   watchInterpreter(context);

@@ -16,6 +16,7 @@ export interface Winner {
   original: string;
   proposed: string;
   title: string;
+  verified?: string; // what it was checked on and what the edit adds
 }
 
 export const HEAT_LEVELS = 8;
@@ -91,9 +92,30 @@ export function flameGraphHtml(opts: { cspSource: string; nonce: string; indexSc
 }
 
 // Clicking a frame in speedscope's canvas reveals its source: at the click, speedscope's hover
-// tooltip shows the frame's "file:line"; the webview posts it to the extension.
+// tooltip shows the frame's "file:line"; the webview posts it to the extension. The other way, the
+// extension posts the function at the editor's cursor ({type: "select", name}), which the webview
+// enters in speedscope's search: its frames are highlighted, the rest dimmed. The search bar is opened
+// once, when the chart is first drawn (as Ctrl+F opens it; the new panel has the focus then); filling
+// it later never takes the focus from the editor. Closed by the user, it stays closed.
 const REVEAL_SCRIPT = `(() => {
   const vscode = acquireVsCodeApi();
+  const openSearch = (tries) => {  // until the chart's view is mounted and opens it (a second or two)
+    const input = document.querySelector("input");
+    if (input) { input.blur(); return; }
+    if (tries <= 0) return;
+    if (document.querySelector("canvas")) {
+      document.dispatchEvent(new KeyboardEvent("keydown", { key: "f", ctrlKey: true, bubbles: true }));
+    }
+    setTimeout(() => openSearch(tries - 1), 100);
+  };
+  openSearch(100);
+  window.addEventListener("message", (event) => {
+    const m = event.data;
+    const input = document.querySelector("input");
+    if (!m || m.type !== "select" || typeof m.name !== "string" || !input) return;
+    input.value = m.name;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+  });
   document.addEventListener("click", (event) => {
     if (!(event.target instanceof HTMLCanvasElement)) return;
     for (const el of document.querySelectorAll("div")) {
@@ -202,3 +224,44 @@ export function mergeFramesByFunction(text: string): string {
     return `${stack.join(";")}${line.slice(cut)}`;
   }).join("\n");
 }
+
+/** A process the attach pick list offers: a Python interpreter's, with its command line. */
+export interface ProcessItem {
+  pid: number;
+  command: string;
+}
+
+/**
+ * The Python processes among `/proc`-style entries (pid and NUL-separated command line), leaving out
+ * `exclude` (the language server itself) and py-spy: what "Attach to process…" lists, newest first.
+ */
+export function pythonProcesses(entries: { pid: number; cmdline: string }[], exclude: number[]): ProcessItem[] {
+  return entries
+    .filter((e) => !exclude.includes(e.pid))
+    .map((e) => ({ pid: e.pid, argv: e.cmdline.split("\0").filter((a) => a.length > 0) }))
+    .filter((e) => e.argv.length > 0 && /(^|\/)python[\d.]*$/.test(e.argv[0]) &&
+                   !e.argv.some((a) => /(^|\/)py-spy$/.test(a)))
+    .sort((a, b) => b.pid - a.pid)
+    .map((e) => ({ pid: e.pid, command: e.argv.join(" ") }));
+}
+
+/**
+ * The qualified name of the function whose body holds 0-based `line` in Python source `lines`
+ * (`Class.method`, `outer.<locals>.inner` as Python spells it), from the `def` and `class` lines and
+ * their indentation; undefined outside any function.
+ */
+export function functionAt(lines: string[], line: number): string | undefined {
+  const indent = (s: string) => s.length - s.trimStart().length;
+  const chain: { name: string; kind: string; indent: number }[] = [];
+  for (let i = 0; i <= Math.min(line, lines.length - 1); i++) {
+    const text = lines[i];
+    if (!text.trim() || text.trimStart().startsWith("#")) continue;
+    while (chain.length && indent(text) <= chain[chain.length - 1].indent) chain.pop();
+    const m = /^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)/.exec(text);
+    if (m) chain.push({ name: m[2], kind: m[1], indent: indent(text) });
+  }
+  if (!chain.some((c) => c.kind === "def")) return undefined;
+  while (chain[chain.length - 1].kind !== "def") chain.pop();
+  return chain.map((c, i) => (i > 0 && chain[i - 1].kind === "def" ? `<locals>.${c.name}` : c.name)).join(".");
+}
+

@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameGraphHtml, heatBuckets, heatColour, mergeFramesByFunction, nonce, pickInterpreter, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
+import { flameGraphHtml, functionAt, heatBuckets, heatColour, mergeFramesByFunction, nonce, pickInterpreter, pythonProcesses, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -94,3 +94,48 @@ test("flame graph opens Left Heavy", () => {
                                 cssUrl: "s.css", title: "t" });
   assert.match(html, /&view=left-heavy/);
 });
+
+test("the attach pick list offers Python processes with their command lines, newest first", () => {
+  const entries = [
+    { pid: 10, cmdline: "/usr/bin/python3.12\x00app.py\x00--port\x008000\x00" },
+    { pid: 11, cmdline: "bash\x00" },
+    { pid: 12, cmdline: "/srv/venv/bin/python\x00-m\x00gunicorn\x00app:wsgi\x00" },
+    { pid: 13, cmdline: "/usr/bin/python3\x00-m\x00redline.cli\x00serve\x00" },
+    { pid: 14, cmdline: "/usr/local/bin/py-spy\x00record\x00--pid\x0010\x00" },
+    { pid: 15, cmdline: "" },
+  ];
+  assert.deepEqual(pythonProcesses(entries, [13]), [
+    { pid: 12, command: "/srv/venv/bin/python -m gunicorn app:wsgi" },
+    { pid: 10, command: "/usr/bin/python3.12 app.py --port 8000" },
+  ]);
+});
+
+test("the function at the cursor is named as Python qualifies it, for the flame graph's highlight", () => {
+  const src = [
+    "import os",                    // 0
+    "",                             // 1
+    "class Grid:",                  // 2
+    "    size = 3",                 // 3
+    "    def relax(self, n):",      // 4
+    "        acc = 0",              // 5
+    "        def step(i):",         // 6
+    "            return i",         // 7
+    "",                             // 8
+    "        return acc",           // 9
+    "",                             // 10
+    "@decorated",                   // 11
+    "async def main():",            // 12
+    "    # a comment",              // 13
+    "    await run()",              // 14
+    "x = 1",                        // 15
+  ];
+  assert.equal(functionAt(src, 0), undefined);
+  assert.equal(functionAt(src, 3), undefined);  // a class body is no function
+  assert.equal(functionAt(src, 4), "Grid.relax");
+  assert.equal(functionAt(src, 5), "Grid.relax");
+  assert.equal(functionAt(src, 7), "Grid.relax.<locals>.step");
+  assert.equal(functionAt(src, 9), "Grid.relax");
+  assert.equal(functionAt(src, 14), "main");
+  assert.equal(functionAt(src, 15), undefined);
+});
+

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import copy
 import functools
 import importlib
 import importlib.abc
@@ -314,8 +315,64 @@ def _dumps(value: Any, streams: list[int] | None = None) -> bytes:
         return buf.getvalue()
 
 
+REDACTED = "<redacted by redline>"
+
+
+class _Unredactable(Exception):
+    """A value with a secret name in it that cannot be copied to redact it."""
+
+
+_REDACT: list[list[str]] = []  # each pattern of the plan's `redact`, as its words
+
+
+def _words(name: str) -> list[str]:
+    """`accessToken`, `access_token`, `X-Access-Token` -> ["access", "token"] (and `x` first)."""
+    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()) if w]
+
+
+def _secret(name: Any) -> bool:
+    """Whether a name (an argument's, a key's, an attribute's) is one whose value is not stored."""
+    if not _REDACT or not isinstance(name, str):
+        return False
+    words = _words(name)
+    return any(words[i:i + len(p)] == p for p in _REDACT for i in range(len(words) - len(p) + 1))
+
+
+def _redacted(value: Any, depth: int = 0) -> Any:
+    """`value` with what its secret names hold replaced by REDACTED, in copies: the program's own objects
+    are never changed. Dicts, lists, tuples and plain objects are looked into, a few levels deep."""
+    if not _REDACT or depth > 4:
+        return value
+    t = type(value)
+    if t is dict:
+        out = {k: REDACTED if _secret(k) else _redacted(v, depth + 1) for k, v in value.items()}
+        return out if any(out[k] is not v for k, v in value.items()) else value
+    if t is list or t is tuple:
+        items = [_redacted(v, depth + 1) for v in value]
+        return t(items) if any(items[i] is not v for i, v in enumerate(value)) else value
+    state = getattr(value, "__dict__", None)
+    if type(state) is dict and not isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        hidden = _redacted(state, depth)
+        if hidden is not state:
+            try:
+                clone = copy.copy(value)  # its slots too, where it has them
+                clone.__dict__.update(hidden)
+                return clone
+            except Exception as exc:  # the call is not kept: a secret is never stored
+                raise _Unredactable(f"{t.__module__}.{t.__qualname__} ({type(exc).__name__})") from None
+    return value
+
+
 def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str],
               streams: list[int] | None = None) -> bytes | None:
+    if _REDACT:
+        try:
+            args = tuple(REDACTED if i < len(params) and _secret(params[i]) else _redacted(a)
+                         for i, a in enumerate(args))
+            kwargs = {k: REDACTED if _secret(k) else _redacted(v) for k, v in kwargs.items()}
+        except _Unredactable as exc:
+            rec.unrecordable_call(f"a secret in a {exc} could not be redacted")
+            return None
     try:
         return _dumps((args, kwargs), streams)
     except Exception as exc:
@@ -336,7 +393,7 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
 def _returned(value: Any) -> dict[str, Any]:
     started = time.perf_counter()
     try:
-        return {"kind": "return", "value": _dumps(value)}
+        return {"kind": "return", "value": _dumps(_redacted(value))}
     except Exception:
         t = type(value)
         return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
@@ -403,7 +460,7 @@ class _Kept:
         assert self.call is not None
         t = time.perf_counter()
         try:
-            streams = [_dumps(items) for items in self.taps.values()]
+            streams = [_dumps(_redacted(items)) for items in self.taps.values()]
         except Exception as exc:
             self.rec.unrecordable_call(f"the items of an iterator argument cannot be snapshotted: "
                                        f"{type(exc).__name__}: {str(exc)[:120]}")
@@ -645,6 +702,7 @@ def install(plan_path: str) -> None:
         key = real + "::" + t["qualname"]
         _RECORDERS[key] = Recorder(key, t["qualname"], int(_PLAN["calls"]), int(_PLAN["max_bytes"]))
         _BY_FILE.setdefault(real, []).append(t["qualname"])
+    _REDACT[:] = [_words(p) for p in _PLAN.get("redact", []) if _words(p)]
     sys.meta_path.insert(0, _Finder())
     atexit.register(_write)
     os.register_at_fork(after_in_child=_forget)

@@ -1,0 +1,2 @@
+def parse(lines):
+    return [line.split(",") for line in lines]
