@@ -48,6 +48,7 @@ class Comparison:
     changes: dict[tuple[str, str, str], FunctionChange]  # (kind, file, function) -> its change
     before_total_weight: float = 0.0  # the whole program, in each trace's unit
     after_total_weight: float = 0.0
+    after: tuple[str, ...] = ()  # the traces compared with `before`
 
 
 class ProfileStore:
@@ -116,7 +117,7 @@ class ProfileStore:
         the comparison."""
         doc = profile_diff(list(before), list(after if after is not None else self.snapshot.traces), self.root)
         found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions},
-                           doc.before_total_weight, doc.after_total_weight)
+                           doc.before_total_weight, doc.after_total_weight, tuple(doc.after))
         self.comparison = found
         return found
 

@@ -25,7 +25,8 @@ def test_extension_commands_do_not_shadow_server_commands() -> None:
     pkg = json.loads((REPO / "vscode-extension" / "package.json").read_text())
     ids = {c["command"] for c in pkg["contributes"]["commands"]}
     server = {"redline.loadProfile", "redline.optimise", "redline.applyWinner", "redline.discardWinner",
-              "redline.cancel", "redline.status", "redline.compareProfiles", "redline.reprofile"}
+              "redline.cancel", "redline.status", "redline.compareProfiles", "redline.reprofile",
+              "redline.attach", "redline.captureService"}
     assert not ids & server  # the language client registers those itself
     titles = {c["title"] for c in pkg["contributes"]["commands"]}
     assert {"Load profile", "Record profile", "Optimise hotspot", "Show flame graph", "Accept winner",

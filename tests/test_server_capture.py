@@ -12,8 +12,11 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +157,52 @@ async def test_declining_the_capture_runs_nothing(client: LanguageClient, worksp
     assert result["capturing"] is True
     await EVENTS.wait("showMessageRequest")
     assert not (tmp_path / ".redline").exists()
+
+
+async def test_capture_while_a_service_runs_counts_calls_and_stop_keeps_them(client: LanguageClient,
+                                                                              workspace: Path) -> None:
+    """`redline.captureService`: the server starts a real HTTP service (tests/captured/service.py, which prints)
+    with its handler's calls recorded while the test sends it requests; the progress counts the calls kept
+    so far; cancelling the progress (the editor's Stop) ends the service as a service manager would, and
+    the calls are kept for Optimise."""
+    shutil.copy(TESTS / "captured" / "service.py", workspace / "service.py")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"redline": {"captureCommand": f"{sys.executable} service.py --port {port}"}}))
+    started = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="redline.captureService", arguments=[{"targets": ["service.py::score"]}]))
+    assert started["targets"] == ["service.py::score"], started
+    token = f"redline-{started['runId']}"
+
+    def post(n: int) -> None:
+        body = json.dumps({"text": "fast fast slow", "weights": {"fast": 2.0}}).encode()
+        for _request in range(n):
+            for _attempt in range(100):  # the service is up once it accepts a connection
+                try:
+                    with urllib.request.urlopen(urllib.request.Request(
+                            f"http://127.0.0.1:{port}/", data=body, method="POST"), timeout=10) as reply:
+                        assert "score" in json.loads(reply.read())
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+    await asyncio.get_running_loop().run_in_executor(None, post, 40)
+    kept: list[str] = []
+    for _ in range(100):  # the recorder flushes within a second; the progress reads it each second
+        kept = [r.message for r in client.progress_reports.get(token, []) if "calls kept of 40 seen" in (r.message or "")]
+        if kept:
+            break
+        await asyncio.sleep(0.1)
+    assert kept and kept[-1].startswith("40 calls kept of 40 seen so far"), client.progress_reports.get(token)
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    for _ in range(200):
+        if type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd":
+            break
+        await asyncio.sleep(0.1)
+    end = client.progress_reports[token][-1]
+    assert type(end).__name__ == "WorkDoneProgressEnd" and end.message == "service.py::score: kept 40 of 40 calls", end
+    manifest = json.loads((workspace / ".redline/inputs/service.score/manifest.json").read_text())
+    assert manifest["calls_kept"] == 40 and manifest["exit_code"] == 143  # ended by the SIGTERM, as a service is
+    assert not STRICT_LOG.exists(), STRICT_LOG.read_text()

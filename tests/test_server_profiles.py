@@ -148,6 +148,10 @@ async def test_profiling_again_after_a_change_shows_the_programs_change(client: 
     assert said and f"({program['speedup']:.2f}x)" in said[-1], said
     loaded = SEEN.events["loaded"][-1]
     assert answer["trace"] in loaded["traces"]
+    # What the differential flame graph draws: the two recordings, and nothing else loaded.
+    state = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="redline.status",
+                                                                                arguments=[]))
+    assert state["comparing"] == {"before": [answer["before"]], "after": [answer["trace"]]}, state
 
 
 async def test_attach_to_a_running_service_fills_in_while_it_runs_until_stopped(client: LanguageClient,

@@ -21,8 +21,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +110,16 @@ def _redaction(targets: list[CaptureTarget]) -> list[str]:
 
 def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: int = 64,
                 max_mb: float = 256.0, cancel: threading.Event | None = None,
-                stdio_to_stderr: bool = False, duration: float | None = None) -> CaptureResult:
+                stdio_to_stderr: bool = False, duration: float | None = None,
+                stop: threading.Event | None = None,
+                progress: Callable[[int, int], None] | None = None) -> CaptureResult:
     """Run `cmd` with the recorder and write each target's store; returns CMD's exit code and the manifests.
     Setting `cancel` kills the command's process group; what it had kept is not written. With
     `duration` (a service, which does not end by itself), the command's process group is sent SIGTERM
     after that many seconds, as a service manager stops it, and what it kept is written. With
-    `stdio_to_stderr` (see child_stdio), nothing the command writes reaches this process's stdout."""
+    `stdio_to_stderr` (see child_stdio), nothing the command writes reaches this process's stdout.
+    Setting `stop` ends the command as `duration` does, at once (an editor's Stop). `progress(seen,
+    kept)` is called about every second with the calls the program's processes have flushed so far."""
     if duration is not None and duration <= 0:
         raise CaptureError("--duration must be more than 0 seconds")
     if calls < 1:
@@ -132,7 +136,9 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         env["REDLINE_CAPTURE"] = str(work / "plan.json")
         started = datetime.datetime.now(datetime.timezone.utc)
         stopped = threading.Event()
-        rc = _run(script_command(cmd), cwd, env, cancel, stdio_to_stderr, duration, stopped)
+        watch = _Watch(cancel, duration, stop, stopped,
+                       (lambda: progress(*_so_far(work))) if progress is not None else None)
+        rc = _run(script_command(cmd), cwd, env, stdio_to_stderr, watch)
         processes = _read_processes(work)
         out = []
         for t in targets:
@@ -155,15 +161,31 @@ def _lend_cloudpickle(work: Path) -> str:
     return str(lib)
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event | None, to_stderr: bool,
-         duration: float | None = None, stopped: threading.Event | None = None) -> int:
-    watched = cancel is not None or duration is not None
+@dataclass
+class _Watch:
+    """What ends a captured command besides itself: a cancel (killed, nothing kept), `duration` seconds
+    or a `stop` (SIGTERM to its group, as a service manager stops it: its calls are kept, and `stopped`
+    says so); and what is told about it while it runs (`tick`, about every second)."""
+
+    cancel: threading.Event | None = None
+    duration: float | None = None
+    stop: threading.Event | None = None
+    stopped: threading.Event = field(default_factory=threading.Event)
+    tick: Callable[[], None] | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(x is not None for x in (self.cancel, self.duration, self.stop, self.tick))
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], to_stderr: bool, watch: _Watch) -> int:
+    watched = watch.active
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=watched, **child_stdio(to_stderr))
     except OSError as exc:
         raise CaptureError(f"cannot start {cmd[0]}: {exc.strerror}")
-    stop_at = time.monotonic() + duration if duration is not None else None
-    stopped = stopped or threading.Event()
+    stop_at = time.monotonic() + watch.duration if watch.duration is not None else None
+    next_tick = time.monotonic() + 1.0
     with _forwarding(proc):
         try:
             while True:
@@ -171,20 +193,34 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], cancel: threading.Event
                     rc = proc.wait(timeout=0.2 if watched else None)
                     break
                 except subprocess.TimeoutExpired:
-                    if cancel is not None and cancel.is_set():
+                    if watch.cancel is not None and watch.cancel.is_set():
                         os.killpg(proc.pid, signal.SIGKILL)
                         proc.wait()
                         raise CaptureError("capture cancelled")
-                    if stop_at is not None and time.monotonic() >= stop_at:
-                        stop_at = None  # once: the program's own handlers finish the job (the recorder flushes)
-                        stopped.set()
+                    now = time.monotonic()
+                    asked = watch.stop is not None and watch.stop.is_set()
+                    if not watch.stopped.is_set() and (asked or (stop_at is not None and now >= stop_at)):
+                        watch.stopped.set()  # once: the program's own handlers finish the job (the recorder flushes)
                         os.killpg(proc.pid, signal.SIGTERM)
+                    if watch.tick is not None and now >= next_tick:
+                        next_tick = now + 1.0
+                        watch.tick()
         except KeyboardInterrupt:
             if watched:  # in a session of its own, it did not get the Ctrl-C: pass it on
                 os.killpg(proc.pid, signal.SIGINT)
             proc.wait()  # the command got the same Ctrl-C; what it kept before is still written
             rc = proc.returncode
     return rc if rc >= 0 else 128 - rc
+
+
+def _so_far(work: Path) -> tuple[int, int]:
+    """Calls seen and kept so far, over the process files the program has flushed (replaced whole)."""
+    seen = kept = 0
+    for proc in _read_processes(work):
+        for rec in proc["targets"]:
+            seen += sum(rec["seen"].values())
+            kept += sum(len(bucket) for bucket in rec["kept"].values())
+    return seen, kept
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from ..core import RedlineServer
 
 log = logging.getLogger("redline.server")
 
-FEATURES = ("profiles", "documents", "hover", "inlay_hints", "lenses", "actions", "optimise", "reprofile", "attach")
+FEATURES = ("profiles", "documents", "hover", "inlay_hints", "lenses", "actions", "optimise", "reprofile", "attach", "capture")
 
 
 def register_all(ls: RedlineServer) -> None:

@@ -142,9 +142,10 @@ def show_comparison(ls: RedlineServer) -> None:
 
 
 def status(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
-    snap = ls.store.snapshot
+    snap, c = ls.store.snapshot, ls.store.comparison
     return {"traces": list(snap.traces), "samples": snap.samples, "errors": list(snap.errors),
-            "running": list(ls.runs.running), "offers": list(ls.runs.offers)}
+            "running": list(ls.runs.running), "offers": list(ls.runs.offers),
+            "comparing": {"before": list(c.before), "after": list(c.after)} if c is not None else None}
 
 
 async def _watch_and_configure(ls: RedlineServer) -> None:

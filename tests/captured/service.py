@@ -1,6 +1,6 @@
 """A small JSON service on http.server, as backend programs are: POST a record, get its score.
 
-python service.py                         serve until stopped (SIGTERM, SIGINT)
+python service.py [--port N]              serve until stopped (SIGTERM, SIGINT), on port N or a free one
 python service.py --prefork N --requests K    N pre-forked workers on one socket, each serving K
                                            requests and ending with os._exit, as pre-fork servers'
                                            workers do; the parent waits for them and exits
@@ -33,7 +33,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = HTTPServer(("127.0.0.1", 0), Handler)
+    chosen = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    server = HTTPServer(("127.0.0.1", chosen), Handler)
     port = server.server_address[1]
     if "--prefork" not in sys.argv:
         print(f"listening on {port}", flush=True)

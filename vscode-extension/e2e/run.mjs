@@ -104,11 +104,7 @@ async function main() {
     log(`lens "${lensText}", ${heatLines} heat lines; opening the flame graph`);
     const lnItem = page.locator(".statusbar-item", { hasText: /Ln \d+/ }).first();
     const before = await lnItem.innerText();
-    await page.keyboard.press("Control+Shift+P");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
-    await page.keyboard.type("redline: Show flame graph");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Show flame graph" }).first().waitFor({ timeout: 30000 });
-    await page.keyboard.press("Enter");
+    await runCommand(page, "redline: Show flame graph");
     const flame = page.frameLocator("iframe.webview").frameLocator("iframe#active-frame");
     await flame.locator("canvas").first().waitFor({ timeout: 60000 });
     await page.waitForTimeout(1500);  // speedscope lays out the chart after loading the profile
@@ -189,6 +185,16 @@ async function main() {
       .waitFor({ state: "detached", timeout: 30000 });
     await page.screenshot({ path: join(shots, "profile-again.png") });
     log(`profiled again: ${said}`);
+    // The two recordings as a differential flame graph: stacks coloured by how their share changed.
+    await runCommand(page, "redline: Show differential flame graph");
+    const diffView = page.frameLocator("iframe.webview").last().frameLocator("iframe#active-frame");
+    await diffView.locator(".box").first().waitFor({ timeout: 30000 });
+    const changed = await diffView.locator(".box.grew, .box.shrank").count();
+    if (changed < 1) throw new Error("the differential flame graph colours no stack as changed");
+    await page.screenshot({ path: join(shots, "diff-flame-graph.png") });
+    await diffView.locator("#widths").click();
+    await diffView.locator("#widths", { hasText: "old profile" }).waitFor({ timeout: 5000 });
+    log(`differential flame graph: ${changed} stacks coloured by their change; widths toggle to the old profile`);
     await captureAndOptimise(page, ws, settings);
   } catch (err) {
     const pages = browser.contexts().flatMap((c) => c.pages());
@@ -258,9 +264,11 @@ async function captureAndOptimise(page, ws, settings) {
   log(`cancelled mid-run: ${(await cancelled.innerText()).replace(/\s+/g, " ")}`);
 }
 
-/** Optimise the function at 1-based `line` of the active editor; `capture`: it has no inputs yet, so
+/** Optimise the function at 1-based `line` of orders.py; `capture`: it has no inputs yet, so
  * the editor asks to capture its calls first, and the test says yes. */
 async function optimiseAt(page, line, capture) {
+  await page.locator(".tab.active", { hasText: "orders.py" }).first().waitFor({ timeout: 30000 });
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
   await page.keyboard.press("Control+G");
   await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
   await page.keyboard.type(String(line));
@@ -272,14 +280,17 @@ async function optimiseAt(page, line, capture) {
   await ask.locator(".monaco-button", { hasText: "Capture and optimise" }).click();
 }
 
-/** Run a command from the palette by its title. */
+/** Run a command from the palette by its title ("Show flame graph" is not "Show differential flame graph"). */
 async function runCommand(page, title) {
   await page.keyboard.press("Control+Shift+P");
   await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
   await page.keyboard.type(title);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^redline: /, "") }).first()
-    .waitFor({ timeout: 30000 });
-  await page.keyboard.press("Enter");
+  const name = title.replace(/^redline: /, "");
+  let row = page.locator(".quick-input-list .monaco-list-row").filter({ hasText: name });
+  if (!name.includes("differential")) row = row.filter({ hasNotText: "differential" });
+  row = row.first();
+  await row.waitFor({ timeout: 30000 });
+  await row.click();
 }
 
 await main();

@@ -12,6 +12,8 @@ import {
   StaticFeature,
 } from "vscode-languageclient/node";
 import {
+  diffFlameGraphHtml,
+  diffTree,
   flameGraphHtml,
   functionAt,
   HEAT_LEVELS,
@@ -25,6 +27,7 @@ import {
   revealTarget,
   serverArgs,
   serverEnv,
+  stacksOf,
   statusText,
   statusTooltip,
   type LoadedTrace,
@@ -205,23 +208,30 @@ async function attachProcess(): Promise<void> {
   }
   const pick = await vscode.window.showQuickPick(items, { title: "redline: attach to a Python process",
                                                           matchOnDescription: true });
-  if (!pick) return;
+  if (pick) await serverCommand("redline.attach", { pid: pick.pid });
+}
+
+/** A server command run for the user: the server reports its progress; a refusal is shown as a warning. */
+async function serverCommand(name: string, ...args: unknown[]): Promise<void> {
+  if (!client) return;
   try {
-    await client.sendRequest("workspace/executeCommand", { command: "redline.attach", arguments: [{ pid: pick.pid }] });
+    await client.sendRequest("workspace/executeCommand", { command: name, arguments: args });
   } catch (err) {
     void vscode.window.showWarningMessage(`redline: ${err instanceof Error ? err.message : err}`);
   }
 }
 
+/** `redline: Capture while it runs`: the server starts the program (redline.captureCommand, else the last
+ * profiled command) with the hot functions' calls recorded while it serves; the progress notification
+ * counts the calls kept, and its Cancel stops the program as Ctrl-C would, keeping them for Optimise. */
+async function captureService(): Promise<void> {
+  await serverCommand("redline.captureService");
+}
+
 /** `redline: Profile again and compare`: the last profiled command run again under py-spy (the server
  * says the program's change and each accepted winner's verified and predicted speedups). */
 async function profileAgain(): Promise<void> {
-  if (!client) return;
-  try {
-    await client.sendRequest("workspace/executeCommand", { command: "redline.reprofile", arguments: [] });
-  } catch (err) {
-    void vscode.window.showWarningMessage(`redline: ${err instanceof Error ? err.message : err}`);
-  }
+  await serverCommand("redline.reprofile");
 }
 
 async function rejectWinner(arg?: unknown): Promise<void> {
@@ -344,6 +354,38 @@ function showFlameGraph(context: vscode.ExtensionContext): void {
   });
 }
 
+/** `redline: Show differential flame graph`: the profile being compared (after Profile again and compare,
+ * or redline.compareProfiles) against the earlier one, every stack coloured by how its share changed. */
+async function showDiffFlameGraph(): Promise<void> {
+  if (!client) return;
+  const state = (await client.sendRequest("workspace/executeCommand", { command: "redline.status", arguments: [] })) as
+    { comparing?: { before: string[]; after: string[] } | null };
+  const c = state?.comparing;
+  if (!c) {
+    void vscode.window.showInformationMessage(
+      "redline: nothing is being compared: run Profile again and compare, or compare with an earlier profile first");
+    return;
+  }
+  const stacks = (paths: string[]) => {
+    const all = new Map<string, number>();
+    for (const p of paths) {
+      for (const [k, v] of stacksOf(fs.readFileSync(p, "utf8"))) all.set(k, (all.get(k) ?? 0) + v);
+    }
+    return all;
+  };
+  let root;
+  try {
+    root = diffTree(stacks(c.before), stacks(c.after));
+  } catch (err) {
+    void vscode.window.showWarningMessage(`redline: cannot read the compared traces: ${err}`);
+    return;
+  }
+  const title = `${c.before.map((p) => path.basename(p)).join(", ")} → ${c.after.map((p) => path.basename(p)).join(", ")}`;
+  const panel = vscode.window.createWebviewPanel("redlineDiffFlameGraph", `Compared: ${title}`, vscode.ViewColumn.Active,
+                                                 { enableScripts: true, localResourceRoots: [] });
+  panel.webview.html = diffFlameGraphHtml(root, { cspSource: panel.webview.cspSource, nonce: nonce(), title });
+}
+
 async function setApiKey(context: vscode.ExtensionContext): Promise<void> {
   const key = await vscode.window.showInputBox({ prompt: "API key for the LLM endpoint (kept in VS Code's secret storage)",
                                                  password: true, ignoreFocusOut: true });
@@ -405,6 +447,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("redline.cancelRuns", cancelRuns),
     vscode.commands.registerCommand("redline.profileAgain", profileAgain),
     vscode.commands.registerCommand("redline.attachProcess", attachProcess),
+    vscode.commands.registerCommand("redline.showDiffFlameGraph", showDiffFlameGraph),
+    vscode.commands.registerCommand("redline.captureWhileItRuns", captureService),
     vscode.commands.registerCommand("redline.toggleHeat", () => {
       heatOn = !heatOn;
       vscode.window.visibleTextEditors.forEach(paintHeat);

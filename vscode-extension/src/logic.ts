@@ -265,3 +265,156 @@ export function functionAt(lines: string[], line: number): string | undefined {
   return chain.map((c, i) => (i > 0 && chain[i - 1].kind === "def" ? `<locals>.${c.name}` : c.name)).join(".");
 }
 
+
+/**
+ * The call stacks of a trace, as paths of functions ("main (app.py);parse (app.py)") with their weight:
+ * a speedscope file's sampled profiles, or py-spy's collapsed stacks. Lines are dropped (a function is
+ * one frame, as the lenses count it); a file that is neither gives no stacks.
+ */
+export function stacksOf(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const add = (path: string[], weight: number) => {
+    if (path.length && weight > 0) out.set(path.join(";"), (out.get(path.join(";")) ?? 0) + weight);
+  };
+  const base = (file: string | undefined) => (file ?? "").split("/").pop() ?? "";
+  if (text.trimStart().startsWith("{")) {
+    let doc: { shared?: { frames?: { name: string; file?: string }[] };
+               profiles?: { type?: string; samples?: number[][]; weights?: number[] }[] };
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      return out;
+    }
+    const names = (doc.shared?.frames ?? []).map((f) => `${f.name} (${base(f.file)})`);
+    for (const p of doc.profiles ?? []) {
+      if (p.type !== "sampled" || !Array.isArray(p.samples)) continue;
+      p.samples.forEach((s, i) => add(s.map((f) => names[f] ?? "?"), p.weights?.[i] ?? 1));
+    }
+    return out;
+  }
+  const frame = /^(.*) \((.*):\d+\)$/;
+  for (const line of text.split("\n")) {
+    const cut = line.lastIndexOf(" ");
+    const weight = Number(line.slice(cut + 1));
+    if (cut <= 0 || !Number.isFinite(weight)) continue;
+    add(line.slice(0, cut).split(";").map((f) => {
+      const m = frame.exec(f);
+      return m ? `${m[1]} (${base(m[2])})` : f;
+    }), weight);
+  }
+  return out;
+}
+
+/** A node of the differential flame graph: its share of each trace's total weight (inclusive). */
+export interface DiffNode {
+  name: string;
+  before: number;
+  after: number;
+  children: DiffNode[];
+}
+
+/** The two traces' stacks as one tree of shares: `before` and `after` of every node, 0 where absent. */
+export function diffTree(before: Map<string, number>, after: Map<string, number>): DiffNode {
+  const root: DiffNode = { name: "all", before: 0, after: 0, children: [] };
+  const put = (stacks: Map<string, number>, side: "before" | "after") => {
+    const total = [...stacks.values()].reduce((a, b) => a + b, 0) || 1;
+    for (const [path, weight] of stacks) {
+      let node = root;
+      node[side] += weight / total;
+      for (const name of path.split(";")) {
+        let child = node.children.find((c) => c.name === name);
+        if (!child) {
+          child = { name, before: 0, after: 0, children: [] };
+          node.children.push(child);
+        }
+        child[side] += weight / total;
+        node = child;
+      }
+    }
+  };
+  put(before, "before");
+  put(after, "after");
+  const order = (n: DiffNode) => {
+    n.children.sort((a, b) => b.after - a.after || b.before - a.before);  // Left Heavy, by the new profile
+    n.children.forEach(order);
+  };
+  order(root);
+  return root;
+}
+
+/** A node's colour: red where its share grew, blue where it shrank, by how much (10 points is full). */
+export function diffColour(n: Pick<DiffNode, "before" | "after">): string {
+  const delta = n.after - n.before;
+  const strength = Math.min(1, Math.abs(delta) / 0.1);
+  if (strength < 0.02) return "rgba(128, 128, 128, 0.35)";
+  return delta > 0 ? `rgba(220, 60, 40, ${0.25 + 0.75 * strength})` : `rgba(40, 110, 220, ${0.25 + 0.75 * strength})`;
+}
+
+/** HTML of the differential flame graph: an icicle of `root` (widths from the new profile, or from the
+ * old one with the toggle, so what vanished shows), coloured by change; each box's tooltip its shares. */
+export function diffFlameGraphHtml(root: DiffNode, opts: { cspSource: string; nonce: string; title: string }): string {
+  const csp = [`default-src 'none'`, `style-src ${opts.cspSource} 'unsafe-inline'`, `script-src 'nonce-${opts.nonce}'`].join("; ");
+  const data = JSON.stringify(root).replace(/</g, "\\u003c");
+  const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  return `<!DOCTYPE html>
+<html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<title>${esc(opts.title)}</title>
+<style>
+body { margin: 0; font: 12px monospace; color: var(--vscode-foreground); background: var(--vscode-editor-background); }
+#bar { padding: 6px 8px; display: flex; gap: 12px; align-items: center; }
+#chart { position: relative; margin: 0 8px; }
+.box { position: absolute; height: 18px; box-sizing: border-box; border: 1px solid var(--vscode-editor-background);
+       overflow: hidden; white-space: nowrap; padding: 1px 3px; color: #fff; }
+.grew { color: #fff; } .shrank { color: #fff; }
+</style></head><body>
+<div id="bar"><b>${esc(opts.title)}</b><button id="widths">widths: new profile</button>
+<span>red: more of the program than before · blue: less · hover a box for its shares</span></div>
+<div id="chart"></div>
+<script nonce="${opts.nonce}">
+(() => {
+  const root = ${data};
+  const colour = ${diffColour.toString()};
+  let side = "after";
+  const chart = document.getElementById("chart");
+  const draw = () => {
+    chart.textContent = "";
+    const width = chart.clientWidth || 800;
+    let depth = 0;
+    const place = (node, x, w, level) => {
+      depth = Math.max(depth, level);
+      if (w * width < 1) return;
+      if (level > 0) {
+        const box = document.createElement("div");
+        const delta = node.after - node.before;
+        box.className = "box " + (delta > 0.001 ? "grew" : delta < -0.001 ? "shrank" : "same");
+        box.style.left = (x * width) + "px";
+        box.style.width = (w * width) + "px";
+        box.style.top = ((level - 1) * 18) + "px";
+        box.style.background = colour(node);
+        box.textContent = node.name;
+        box.title = node.name + ": " + (node.before * 100).toFixed(1) + "% before, " + (node.after * 100).toFixed(1) +
+          "% after (" + (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "pt)";
+        chart.appendChild(box);
+      }
+      let at = x;
+      for (const child of node.children) {
+        const cw = node[side] > 0 ? w * child[side] / node[side] : 0;
+        place(child, at, cw, level + 1);
+        at += cw;
+      }
+    };
+    place(root, 0, 1, 0);
+    chart.style.height = (depth * 18 + 4) + "px";
+  };
+  document.getElementById("widths").addEventListener("click", (e) => {
+    side = side === "after" ? "before" : "after";
+    e.target.textContent = "widths: " + (side === "after" ? "new" : "old") + " profile";
+    draw();
+  });
+  window.addEventListener("resize", draw);
+  draw();
+})();
+</script>
+</body></html>`;
+}

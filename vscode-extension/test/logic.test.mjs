@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameGraphHtml, functionAt, heatBuckets, heatColour, mergeFramesByFunction, nonce, pickInterpreter, pythonProcesses, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
+import { diffColour, diffFlameGraphHtml, diffTree, flameGraphHtml, functionAt, heatBuckets, stacksOf, heatColour, mergeFramesByFunction, nonce, pickInterpreter, pythonProcesses, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -137,5 +137,31 @@ test("the function at the cursor is named as Python qualifies it, for the flame 
   assert.equal(functionAt(src, 9), "Grid.relax");
   assert.equal(functionAt(src, 14), "main");
   assert.equal(functionAt(src, 15), undefined);
+});
+
+test("the differential flame graph: stacks by function from both formats, shares before and after", () => {
+  const raw = "main (app.py:30);parse (app.py:9) 60\nmain (app.py:31);parse (app.py:12) 20\nmain (app.py:32);total (app.py:20) 20\n";
+  const before = stacksOf(raw);
+  assert.deepEqual([...before], [["main (app.py);parse (app.py)", 80], ["main (app.py);total (app.py)", 20]]);
+  const speedscope = JSON.stringify({
+    shared: { frames: [{ name: "main", file: "/ws/app.py", line: 30 }, { name: "parse", file: "/ws/app.py", line: 9 },
+                       { name: "total", file: "/ws/app.py", line: 20 }, { name: "split", file: "/ws/app.py", line: 40 }] },
+    profiles: [{ type: "sampled", samples: [[0, 1], [0, 2], [0, 3]], weights: [0.01, 0.03, 0.01] }],
+  });
+  const after = stacksOf(speedscope);
+  const root = diffTree(before, after);
+  const main = root.children[0];
+  assert.equal(main.name, "main (app.py)");
+  assert.ok(Math.abs(main.before - 1) < 1e-9 && Math.abs(main.after - 1) < 1e-9);
+  const by = Object.fromEntries(main.children.map((c) => [c.name, c]));
+  assert.ok(Math.abs(by["parse (app.py)"].before - 0.8) < 1e-9 && Math.abs(by["parse (app.py)"].after - 0.2) < 1e-9);
+  assert.equal(by["split (app.py)"].before, 0);  // appeared
+  assert.equal(main.children[0].name, "total (app.py)");  // Left Heavy by the new profile: total is 60% now
+  assert.match(diffColour(by["parse (app.py)"]), /^rgba\(40, 110, 220/);  // shrank: blue
+  assert.match(diffColour(by["total (app.py)"]), /^rgba\(220, 60, 40/);  // grew: red
+  assert.match(diffColour({ before: 0.5, after: 0.5 }), /^rgba\(128, 128, 128/);
+  const html = diffFlameGraphHtml(root, { cspSource: "vscode-resource:", nonce: "abc", title: "a → b" });
+  assert.match(html, /script-src 'nonce-abc'/);
+  assert.ok(html.includes('"name":"parse (app.py)"') && !html.includes("<script>alert"));
 });
 
