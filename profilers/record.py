@@ -150,6 +150,23 @@ def attach(pid: int, output: Path, how: Sampling = Sampling(), duration: float |
     return 0
 
 
+def command_of(pid: int) -> tuple[list[str], Path] | None:
+    """A running process's command line and working directory (None where it is gone or not readable)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+    return [a.decode("utf-8", "replace") for a in argv if a], cwd
+
+
+def process_running(command: list[str]) -> int | None:
+    """The newest running process whose command line is `command` (a service started again since)."""
+    found = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and int(p.name) != os.getpid()
+             and (c := command_of(int(p.name))) is not None and c[0] == command]
+    return max(found) if found else None
+
+
 def attach_denied(pid: int) -> str:
     """Why reading another process is refused here, and the ways to allow it."""
     scope = Path("/proc/sys/kernel/yama/ptrace_scope")

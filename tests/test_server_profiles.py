@@ -157,7 +157,8 @@ async def test_profiling_again_after_a_change_shows_the_programs_change(client: 
 async def test_attach_to_a_running_service_fills_in_while_it_runs_until_stopped(client: LanguageClient,
                                                                                   tmp_path: Path) -> None:
     """`redline.attach` on a real HTTP service under load: the trace is loaded after each window, with more
-    samples each time, while the service keeps serving; the progress's Cancel (the editor's Stop) ends it."""
+    samples each time, while the service keeps serving; the progress's Cancel (the editor's Stop) ends it;
+    profiling again samples the same service again."""
     svc = Service(tmp_path)
     try:
         svc.wait_served(5)
@@ -184,5 +185,11 @@ async def test_attach_to_a_running_service_fills_in_while_it_runs_until_stopped(
         assert answer["runId"] not in state["running"]
         hot = {h.function for h in report([Path(trace)], tmp_path).hotspots}
         assert {"render_report", "Handler.do_GET"} <= hot, sorted(hot)
+        # Profiled again: the same service is sampled again, for as long, and the two recordings compared.
+        again = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            command="redline.reprofile", arguments=[]))
+        assert again["before"] == trace and Path(again["trace"]).name.startswith(f"attach-{svc.proc.pid}-"), again
+        assert again["program"]["exit_code"] == 0 and again["winners"] == []
+        assert "render_report" in {h.function for h in report([Path(again["trace"])], tmp_path).hotspots}
     finally:
         svc.close()

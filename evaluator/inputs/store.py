@@ -87,6 +87,7 @@ class LastProfile(_Model):
     cwd: str
     trace: str
     recorded_at: str
+    attached_s: float | None = None  # a running process sampled for this long (`redline.attach`), not started
 
 
 class ProfileIndex(_Model):
@@ -177,12 +178,15 @@ def command_to_capture(root: Path, given: list[str], missing: str) -> tuple[list
     return last.command, Path(last.cwd)
 
 
-def remember_profile(root: Path, command: list[str], trace: Path) -> None:
-    """Keep what `redline profile` ran under `root` (its working directory), for capture to run again."""
+def remember_profile(root: Path, command: list[str], trace: Path, cwd: Path | None = None,
+                     attached_s: float | None = None) -> None:
+    """Keep what `redline profile` ran under `root` (in `cwd`, default `root`), for capture to run again and
+    the editor to profile again; `attached_s`: it sampled a running process (that command's) this long."""
     import datetime
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    record = LastProfile(command=list(command), cwd=str(root), trace=str(trace.resolve()), recorded_at=now)
+    record = LastProfile(command=list(command), cwd=str(cwd or root), trace=str(trace.resolve()), recorded_at=now,
+                         attached_s=attached_s)
     redline_dir(root)
     write_private(root / LAST_PROFILE, record.model_dump_json(indent=2).encode())
     index = read_profile_index(root)

@@ -6,6 +6,7 @@ and lenses fill in while it runs; it stops when the user stops it (its progress 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import threading
 import time
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pydantic import BaseModel, ConfigDict, Field
-from redline.profilers.record import AttachError, RecordError, Sampling, attach, redline_dir
+from redline.evaluator.inputs.store import remember_profile
+from redline.profilers.record import AttachError, RecordError, Sampling, attach, command_of, redline_dir
 
 from ..core import RedlineServer, command, parse_args
 from .profiles import schedule_reload
@@ -43,7 +45,7 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
 async def _sample(ls: RedlineServer, a: AttachArgs, trace: Path, token: str, stop: threading.Event,
                   run_id: str) -> None:
     loop = asyncio.get_running_loop()
-    window = trace.with_suffix(".window.txt")
+    window = trace.with_suffix(".window")  # not a trace the globs load: only what it adds to `trace` is
     started, windows, ended = time.monotonic(), 0, "stopped"
     try:
         while not stop.is_set():
@@ -62,12 +64,17 @@ async def _sample(ls: RedlineServer, a: AttachArgs, trace: Path, token: str, sto
                 out.write(window.read_text())
             window.unlink(missing_ok=True)
             windows += 1
-            if windows == 1:
-                ls.store.add_explicit(str(trace))
+            rel = trace.relative_to(ls.store.root).as_posix().lstrip("./")  # as the globs are matched
+            if windows == 1 and not any(fnmatch.fnmatch(rel, g.lstrip("./")) for g in ls.settings.profileGlobs):
+                ls.store.add_explicit(str(trace))  # the user's globs leave .redline/ out: load it by name
             schedule_reload(ls)
             if token:
                 ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(
                     message=f"{time.monotonic() - started:.0f} s sampled; the heat shows it so far"))
+        if windows:  # profiled again, this service is sampled again (Profile again and compare)
+            running = command_of(a.pid)
+            if running is not None:
+                remember_profile(ls.store.root, running[0], trace, running[1], time.monotonic() - started)
     finally:
         ls.runs.running.pop(run_id, None)
         window.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,16 @@ from redline.evaluator.inputs.store import LastProfile, StoreError, read_last_pr
 from redline.profilers import ParseError
 from redline.profilers.diff import FunctionChange
 from redline.profilers.diff import diff as profile_diff
-from redline.profilers.record import RecordError, Sampling, default_output, record
+from redline.profilers.record import (
+    AttachError,
+    RecordError,
+    Sampling,
+    attach,
+    default_output,
+    process_running,
+    record,
+    redline_dir,
+)
 
 from ..core import CommandError, RedlineServer, command
 from ..runs import Accepted
@@ -51,17 +61,28 @@ async def reprofile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         raise CommandError("nothing to profile again: profile the program once with `redline profile -- CMD` "
                            "(or redline: Profile a command…)")
     cwd = Path(last.cwd) if last.cwd else ls.store.root
-    out = default_output("speedscope", ls.store.root)
+    pid = None
+    if last.attached_s is not None:  # a service sampled while it ran: sample it again (restarted, a new pid)
+        pid = process_running(last.command)
+        if pid is None:
+            raise CommandError(f"`{shlex.join(last.command)}` is not running: start it again with the change, "
+                               "then profile it again")
+    out = redline_dir(ls.store.root) / f"attach-{pid}-{time.strftime('%Y%m%d-%H%M%S')}.txt" if pid else \
+        default_output("speedscope", ls.store.root)
     token = await ls.begin_progress(f"redline-reprofile-{uuid.uuid4().hex[:10]}",
                                     f"redline: profiling `{shlex.join(last.command)}` again", threading.Event())
     loop = asyncio.get_running_loop()
     try:
-        rc = await loop.run_in_executor(None, lambda: record(last.command, out, Sampling(), stdio_to_stderr=True,
-                                                             cwd=cwd))
-    except RecordError as exc:
+        if pid is not None:
+            rc = await loop.run_in_executor(None, attach, pid, out, Sampling(fmt="raw"), last.attached_s)
+        else:
+            rc = await loop.run_in_executor(None, lambda: record(last.command, out, Sampling(), stdio_to_stderr=True,
+                                                                 cwd=cwd))
+    except (RecordError, AttachError) as exc:
         end(ls, token, f"failed: {exc}")
         raise CommandError(str(exc))
-    remember_profile(ls.store.root, last.command, out)  # the new recording replaces the old one
+    # The new recording replaces the old one.
+    remember_profile(ls.store.root, last.command, out, cwd, last.attached_s)
     await reload(ls)
     try:  # the two recordings of the command, and nothing else loaded: the views show this change alone
         doc = await loop.run_in_executor(None, lambda: profile_diff([last.trace], [out], ls.store.root))
