@@ -49,6 +49,8 @@ class Comparison:
     before_total_weight: float = 0.0  # the whole program, in each trace's unit
     after_total_weight: float = 0.0
     after: tuple[str, ...] = ()  # the traces compared with `before`
+    unit: str = "seconds"  # of the weights
+    order: tuple[FunctionChange, ...] = ()  # every change, largest self change first (as `redline diff`)
 
 
 class ProfileStore:
@@ -117,7 +119,8 @@ class ProfileStore:
         the comparison."""
         doc = profile_diff(list(before), list(after if after is not None else self.snapshot.traces), self.root)
         found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions},
-                           doc.before_total_weight, doc.after_total_weight, tuple(doc.after))
+                           doc.before_total_weight, doc.after_total_weight, tuple(doc.after), doc.after_unit,
+                           tuple(doc.functions))
         self.comparison = found
         return found
 

@@ -23,6 +23,11 @@ from .profiles import schedule_reload
 WINDOW_S = 2.0  # seconds per py-spy window: how often the heat refreshes, and how long a Stop may take
 
 
+def attach_trace(root: Path, pid: int) -> Path:
+    """Where a recording of running process `pid` goes (collapsed stacks, loaded by the default globs)."""
+    return redline_dir(root) / f"attach-{pid}-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+
+
 class AttachArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pid: int = Field(gt=0)
@@ -36,7 +41,7 @@ async def start(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         return {"attached": a.pid, "already": True}
     stop = threading.Event()
     ls.runs.running[run_id] = stop
-    trace = redline_dir(ls.store.root) / f"attach-{a.pid}-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+    trace = attach_trace(ls.store.root, a.pid)
     token = await ls.begin_progress(f"redline-{run_id}", f"redline: sampling process {a.pid}", stop)
     ls.background(_sample(ls, a, trace, token, stop, run_id))
     return {"attached": a.pid, "trace": str(trace), "runId": run_id}

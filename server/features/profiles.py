@@ -127,7 +127,7 @@ async def compare_profiles(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str
     except ParseError as exc:
         raise CommandError(str(exc))
     show_comparison(ls)
-    top = sorted(found.changes.values(), key=lambda c: -abs(c.self_delta))[:5]
+    top = found.order[:5]
     return {"comparing": True, "before": str(before), "after": list(snap.traces),
             "before_total_weight": found.before_total_weight, "after_total_weight": found.after_total_weight,
             "functions": [c.model_dump(mode="json") for c in top]}

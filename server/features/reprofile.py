@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shlex
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from lsprotocol import types as lsp
 from redline.evaluator.inputs.store import LastProfile, StoreError, read_last_profile, remember_profile
 from redline.profilers import ParseError
 from redline.profilers.diff import FunctionChange
-from redline.profilers.diff import diff as profile_diff
 from redline.profilers.record import (
     AttachError,
     RecordError,
@@ -25,11 +23,11 @@ from redline.profilers.record import (
     default_output,
     process_running,
     record,
-    redline_dir,
 )
 
 from ..core import CommandError, RedlineServer, command
 from ..runs import Accepted
+from .attach import attach_trace
 from .profiles import reload, show_comparison
 
 
@@ -67,8 +65,7 @@ async def reprofile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
         if pid is None:
             raise CommandError(f"`{shlex.join(last.command)}` is not running: start it again with the change, "
                                "then profile it again")
-    out = redline_dir(ls.store.root) / f"attach-{pid}-{time.strftime('%Y%m%d-%H%M%S')}.txt" if pid else \
-        default_output("speedscope", ls.store.root)
+    out = attach_trace(ls.store.root, pid) if pid else default_output("speedscope", ls.store.root)
     token = await ls.begin_progress(f"redline-reprofile-{uuid.uuid4().hex[:10]}",
                                     f"redline: profiling `{shlex.join(last.command)}` again", threading.Event())
     loop = asyncio.get_running_loop()
@@ -85,22 +82,21 @@ async def reprofile(ls: RedlineServer, args: tuple[Any, ...]) -> dict[str, Any]:
     remember_profile(ls.store.root, last.command, out, cwd, last.attached_s)
     await reload(ls)
     try:  # the two recordings of the command, and nothing else loaded: the views show this change alone
-        doc = await loop.run_in_executor(None, lambda: profile_diff([last.trace], [out], ls.store.root))
-        await loop.run_in_executor(None, ls.store.compare, [last.trace], [str(out)])
+        doc = await loop.run_in_executor(None, ls.store.compare, [last.trace], [str(out)])
     except ParseError as exc:
         end(ls, token, f"recorded; not compared: {exc}")
         raise CommandError(f"recorded {out}, but it cannot be compared with {last.trace}: {exc}")
     before, after = doc.before_total_weight, doc.after_total_weight
     program = {"before": before, "after": after, "speedup": before / after if after else None,
-               "unit": doc.after_unit, "exit_code": rc}
-    before_of = {(c.file, c.function): c for c in doc.functions if c.kind == "cpu"}
+               "unit": doc.unit, "exit_code": rc}
+    before_of = {(file, function): c for (kind, file, function), c in doc.changes.items() if kind == "cpu"}
     winners = [effect(a, before_of) for a in ls.runs.accepted.values()]
     message = summary(program, winners)
     show_comparison(ls)
     end(ls, token, message)
     ls.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Info, f"redline: {message}"))
     return {"trace": str(out), "before": last.trace, "program": program, "winners": winners,
-            "functions": [c.model_dump(mode="json") for c in doc.functions[:10]]}
+            "functions": [c.model_dump(mode="json") for c in doc.order[:10]]}
 
 
 def end(ls: RedlineServer, token: str, message: str) -> None:
