@@ -1,7 +1,4 @@
-"""The optimise loop and everything that runs candidate code: sandbox, gate, timing, report."""
+"""The optimise loop and everything that runs candidate code: sandbox, gate, timing, report.
 
-from __future__ import annotations
-
-from .models import CandidateResult, EvalSettings, Report, Winner
-
-__all__ = ["CandidateResult", "EvalSettings", "Report", "Winner"]
+Importing the package imports none of its modules (`redline capture` and the language server's start
+import only what they use); the models are in `redline.evaluator.models`."""

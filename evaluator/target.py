@@ -7,9 +7,10 @@ import hashlib
 import re
 import textwrap
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
-from redline.profilers.source import FunctionDef, defined, parse_functions
+from redline.profilers.source import FunctionDef, defined, parse_source
 
 from .inputs import InputSource
 from .inputs.store import StoreError, capture_hint, read_manifest, store_dir
@@ -102,6 +103,20 @@ class Located:
     source: str
 
 
+@lru_cache(maxsize=32)
+def _parsed(source: str) -> tuple[SyntaxError | None, tuple[FunctionDef, ...]]:
+    """Why `source` does not parse (None where it does), and its functions: once per text (`redline
+    capture` locates several hot functions of one large module), Python's parser only where
+    tree-sitter's met an error."""
+    functions, broken = parse_source(source.encode())
+    if broken:
+        try:
+            ast.parse(source)
+        except SyntaxError as exc:
+            return exc, ()
+    return None, tuple(functions)
+
+
 def locate(spec: str) -> Located:
     """Find `FILE::QUALNAME`, or raise TargetError saying what is wrong with it."""
     if "::" not in spec:
@@ -114,11 +129,9 @@ def locate(spec: str) -> Located:
         source = file.read_bytes().decode("utf-8")  # exact bytes: the digest must match the file
     except (OSError, UnicodeDecodeError) as exc:
         raise TargetError(f"{file_part}: cannot read ({exc})")
-    try:
-        ast.parse(source)
-    except SyntaxError as exc:
-        raise TargetError(f"{file_part}:{exc.lineno}: the file does not parse ({exc.msg})")
-    fns = parse_functions(source.encode())
+    error, fns = _parsed(source)
+    if error is not None:
+        raise TargetError(f"{file_part}:{error.lineno}: the file does not parse ({error.msg})")
     fn = defined(fns, qual)
     if fn is None:
         known = ", ".join(f.qualname for f in fns[:12])

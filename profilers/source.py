@@ -39,6 +39,12 @@ def _parser() -> Any:
 
 def parse_functions(source: bytes) -> list[FunctionDef]:
     """Every function and method in `source`, outermost first, with Python-style qualnames."""
+    return parse_source(source)[0]
+
+
+def parse_source(source: bytes) -> tuple[list[FunctionDef], bool]:
+    """parse_functions, and whether the parser met anything it could not parse (tree-sitter goes on
+    past errors; the caller asks Python's own parser what it is)."""
     tree = _parser().parse(source)
     out: list[FunctionDef] = []
 
@@ -72,7 +78,7 @@ def parse_functions(source: bytes) -> list[FunctionDef]:
             visit(body, qual + ".", ())
 
     visit(tree.root_node, "", ())
-    return out
+    return out, tree.root_node.has_error
 
 
 @lru_cache(maxsize=4096)

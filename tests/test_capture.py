@@ -411,3 +411,30 @@ def test_secrets_are_redacted_before_they_are_stored(tmp_path: Path) -> None:
     (tmp_path / "redline.toml").write_text("redact = []\n")  # turned off: stored as they were
     assert redline("capture", "--target", "app.py::login", "--", sys.executable, "app.py", cwd=tmp_path).returncode == 0
     assert any(b"SECRET" in p.read_bytes() for p in (tmp_path / ".redline" / "inputs").rglob("*.pkl"))
+
+
+def test_the_scan_for_secret_names_misses_none() -> None:
+    """Snapshots are taken apart for redaction only where their pickled bytes may hold a secret name;
+    the scan must find every name that redaction counts as secret (else a secret is stored), and lets
+    the common names that only contain such a word (`tokens`, `get_tokens`) through."""
+    import pickle
+
+    from redline.evaluator.inputs.recorder import _redline_capture as rec
+
+    patterns = ["password", "passwd", "token", "secret", "authorization", "api_key", "cookie"]
+    rec._REDACT[:] = [rec._words(p) for p in patterns]
+    rec._SECRET_SCAN[:] = [rec._scan_for(rec._REDACT)]
+    rec._SECRET_NAMES.clear()
+    try:
+        secret = ["token", "authToken", "X-Auth-Token", "TOKEN", "tokenType", "token_id", "access_token", "tokenS",
+                  "api_key", "apiKey", "API_KEY", "myApiKey", "Password", "PASSWD", "client_secret", "Set-Cookie",
+                  "Authorization", "x1Token"]
+        plain = ["tokens", "get_tokens", "token2", "keys", "passwords", "cookies", "authorizations", "secretary"]
+        assert all(rec._secret(n) for n in secret) and not any(rec._secret(n) for n in plain)
+        for name in secret:
+            assert rec._may_hold_secret(pickle.dumps({name: 1})), name
+        assert not rec._may_hold_secret(pickle.dumps({n: n for n in plain}))
+    finally:
+        rec._REDACT.clear()
+        rec._SECRET_SCAN.clear()
+        rec._SECRET_NAMES.clear()

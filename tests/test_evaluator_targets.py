@@ -622,3 +622,16 @@ def test_the_same_code_as_the_target_is_recognised_up_to_formatting() -> None:
     assert same_code("def f( x ):\n    return x+1\n", target)
     assert not same_code("def f(x):\n    return 1 + x\n", target)
     assert not same_code("def f(x):\n    return x + 1\n", None)
+
+
+def test_a_target_in_a_file_that_does_not_parse_is_one_clear_error(tmp_path: Path) -> None:
+    """tree-sitter parses past errors; Python's parser names the line, and a file that parses (new
+    syntax tree-sitter may not know) is not turned away."""
+    from redline.evaluator.target import TargetError, locate
+
+    write(tmp_path / "bad.py", "def ok(x):\n    return x\n\ndef broken(x:\n    return x\n")
+    with pytest.raises(TargetError, match=r"bad.py:4: the file does not parse"):
+        locate(f"{tmp_path / 'bad.py'}::ok")
+    write(tmp_path / "good.py", "type Alias = int\n\ndef ok[T](x: T) -> T:\n    return x\n" if sys.version_info >= (3, 12)
+          else "def ok(x):\n    match x:\n        case _:\n            return x\n")
+    assert locate(f"{tmp_path / 'good.py'}::ok").qualname == "ok"

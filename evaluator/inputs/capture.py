@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...profilers.record import child_stdio
+from ...profilers.record import child_stdio, redline_dir
 from .store import (
     CapturedCall,
     Manifest,
@@ -126,9 +126,12 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         raise CaptureError("--calls must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="redline-capture-"))
     try:
+        cache = private_folder(redline_dir(targets[0].project_root) / "cache" / "capture",
+                               targets[0].project_root) if targets else None
         plan = {"out": str(work), "calls": calls, "max_bytes": int(max_mb * (1 << 20)),
                 "targets": [{"file": str(t.file), "qualname": t.qualname} for t in targets],
-                "redact": _redaction(targets)}
+                "redact": _redaction(targets),
+                "cache": str(cache) if cache else ""}
         (work / "plan.json").write_text(json.dumps(plan))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RECORDER), _lend_cloudpickle(work),
@@ -140,6 +143,8 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
                        (lambda: progress(*_so_far(work))) if progress is not None else None)
         rc = _run(script_command(cmd), cwd, env, stdio_to_stderr, watch)
         processes = _read_processes(work)
+        if cache is not None:
+            _prune_code_cache(cache)
         out = []
         for t in targets:
             manifest, folder = _write_store(t, processes, calls, max_mb, cmd, cwd, started, rc)
@@ -147,6 +152,13 @@ def run_capture(targets: list[CaptureTarget], cmd: list[str], cwd: Path, calls: 
         return CaptureResult(rc, out, stopped.is_set())
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _prune_code_cache(folder: Path, keep: int = 100) -> None:
+    """Keep the `keep` most recently used modules the recorder compiled (see recorder's transformed_code)."""
+    entries = sorted(folder.glob("*.code"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def _lend_cloudpickle(work: Path) -> str:

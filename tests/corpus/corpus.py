@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -236,19 +237,31 @@ class Row:
 @dataclass
 class Result:
     library: str
-    plain_s: float = 0.0
-    capture_s: float = 0.0
+    plain_s: float = 0.0  # the workload's wall time (median of the runs)
+    capture_s: float = 0.0  # `redline capture`'s wall time, the workload under capture (median)
+    start_s: float = 0.0  # `redline capture`'s wall time with the same targets on an empty program (median)
     rows: list[Row] = field(default_factory=list)
     error: str = ""
 
     @property
     def overhead(self) -> float:
+        """The whole command against the plain run: redline's own start included."""
         return self.capture_s / self.plain_s if self.plain_s else 0.0
 
+    @property
+    def run_overhead(self) -> float:
+        """The program's run under capture against the plain run: the whole command less redline's
+        own start (what a longer run converges to)."""
+        return (self.capture_s - self.start_s) / self.plain_s if self.plain_s else 0.0
 
-def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0) -> tuple[Path, Result, list[Path]]:
+
+def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0,
+             repeats: int = 1) -> tuple[Path, Result, list[Path]]:
     """The library's workspace, profiled and its `top` hottest functions captured with the defaults:
-    (the workspace, a Result with the timings or the error, each captured target's manifest)."""
+    (the workspace, a Result with the timings or the error, each captured target's manifest). With
+    `repeats`, the plain run, the capture and the capture of an empty program (redline's own start:
+    the profile read, the targets found, the recorder started, the stores written) alternate that
+    many times and each figure is their median; the stores are the last capture's."""
     work = workspace(lib, root)
     n = str(max(1, int(lib.scale * scale)))
     out = Result(lib.name)
@@ -256,22 +269,29 @@ def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0) -> tupl
     if prof.returncode != 0:
         out.error = f"profile: {prof.stderr.strip().splitlines()[-1:]}"
         return work, out, []
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
-    out.plain_s = time.perf_counter() - t
-    t = time.perf_counter()
-    cap = redline("capture", "--top", str(top), cwd=work)
-    out.capture_s = time.perf_counter() - t
-    if cap.returncode != 0:
-        out.error = f"capture: {cap.stderr.strip().splitlines()[-1:]}"
-        return work, out, []
+    plain, start, whole = [], [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
+        plain.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        redline("capture", "--top", str(top), "--", sys.executable, "-c", "pass", cwd=work)
+        start.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        cap = redline("capture", "--top", str(top), cwd=work)
+        whole.append(time.perf_counter() - t)
+        if cap.returncode != 0:
+            out.error = f"capture: {cap.stderr.strip().splitlines()[-1:]}"
+            return work, out, []
+    out.plain_s, out.start_s, out.capture_s = (statistics.median(x) for x in (plain, start, whole))
     return work, out, sorted((work / ".redline" / "inputs").glob("*/manifest.json"))
 
 
-def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extra: tuple[str, ...] = ()) -> Result:
+def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extra: tuple[str, ...] = (),
+                repeats: int = 1) -> Result:
     """Profile, capture with the defaults, and judge an identical copy and a planted wrong rewrite of
     each captured target through the CLI."""
-    work, out, manifests = captured(lib, root, top, scale)
+    work, out, manifests = captured(lib, root, top, scale, repeats)
     for manifest_path in manifests:
         m = json.loads(manifest_path.read_text())
         row = Row(lib.name, m["target"], m["calls_seen"], m["calls_kept"])

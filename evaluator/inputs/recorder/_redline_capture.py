@@ -21,12 +21,13 @@ import ast
 import atexit
 import copy
 import functools
+import hashlib
 import importlib
-import importlib.abc
 import importlib.machinery
 import inspect
 import io
 import json
+import marshal
 import os
 import pickle
 import random
@@ -40,9 +41,12 @@ from typing import Any, NoReturn
 
 _random = random.random
 # Every call of a target is examined (its signature counted, perhaps kept) until this many have been;
-# after that one call in (examined // EXAMINE_ALL + 1), and each examined call counts for that many:
-# examined calls then grow with the log of all calls, and a hot target's cost stays small.
-EXAMINE_ALL = 4096
+# after that one call in (1 + (examined - EXAMINE_ALL) // THIN), and each examined call counts for that
+# many: examined calls then grow with the square root of all calls (about 23,000 of 720,000), and a
+# hot target's cost stays small.
+EXAMINE_ALL = 1024
+THIN = 64
+FREE_FILLS = 8  # calls of a target kept whatever they cost; past them, snapshots keep to _Cost.SHARE
 _PLAN: dict[str, Any] = {}
 _RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
 _BY_FILE: dict[str, list[str]] = {}  # real path of a target file -> the qualnames it holds
@@ -104,17 +108,20 @@ def render(sig: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
 
 class _Cost:
     """Time this process spent snapshotting, against its time since the recorder started. Replacing a
-    kept call by a later one (the reservoir's uniform sample) stops while snapshots have cost more than
-    SHARE of the program's time: a target whose `self` holds a large object graph would otherwise pay
-    a full snapshot for each of hundreds of replacements. New signatures are still kept."""
+    kept call by a later one (the reservoir's uniform sample), and keeping more calls of a signature
+    once the target has a store's worth, stop while snapshots have cost more than SHARE of the
+    program's time: a target whose `self` holds a large object graph would otherwise pay a full
+    snapshot for each of hundreds of calls (Markdown's inline processor, 0.3 ms a snapshot, has 91
+    signatures)."""
 
     SHARE = 0.08
+    GRACE = 0.1  # seconds of snapshots allowed on top: a short program keeps its calls
     started = time.perf_counter()
     spent = 0.0
 
     @classmethod
     def over(cls) -> bool:
-        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started)
+        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started) + cls.GRACE
 
 
 class Recorder:
@@ -141,7 +148,7 @@ class Recorder:
         """The slot a call of `sig` is kept in, or None (most calls, once the reservoir is full). No lock:
         under the GIL a race between threads costs at most a count, never a kept call's bytes."""
         self.examined += 1
-        stride = self.examined // EXAMINE_ALL + 1
+        stride = 1 + max(0, self.examined - EXAMINE_ALL) // THIN
         self.countdown = stride
         n = self.seen.get(sig, 0) + stride
         self.seen[sig] = n
@@ -154,6 +161,11 @@ class Recorder:
             # fills only its share (at least one call), so a target of many signatures is not
             # snapshotted `limit` times per signature.
             if self.filled >= 4 * self.limit and n > max(1, self.limit // len(self.seen)):
+                return None
+            # Past the first FREE_FILLS calls kept, keeping more than a signature's first call waits for
+            # the cost share (rare signatures are what the store is for).
+            if self.filled >= min(self.limit, FREE_FILLS) and n > stride and _Cost.over():
+                self._drop(f"snapshots had cost {_Cost.SHARE:.0%} of the program's time (a longer run keeps more)")
                 return None
             return n - 1
         if _Cost.over():
@@ -226,6 +238,14 @@ def _shared_objects() -> dict[int, tuple[str, str]]:
     return _SHARED
 
 
+def _shared_name(obj: Any, shared: dict[int, tuple[str, str]] | None = None) -> tuple[str, str] | None:
+    """(module, attribute) where `obj` is one of _shared_objects (still there: ids are reused), else None."""
+    where = (shared if shared is not None else _shared_objects()).get(id(obj))
+    if where is None or getattr(sys.modules.get(where[0]), where[1], None) is not obj:
+        return None
+    return where
+
+
 class _ByValue(Exception):
     """Plain pickle would write this object by a reference the sandbox cannot follow (a class of the
     program's main script where the target is elsewhere): write the snapshot with cloudpickle."""
@@ -258,11 +278,9 @@ def _picklers() -> dict[tuple[bool, bool], type]:
                 self.shared, self.streams = shared, streams
 
             def reducer_override(self, obj: Any, by_value: bool = by_value) -> Any:
-                where = self.shared.get(id(obj))
+                where = _shared_name(obj, self.shared)
                 if where is not None:
-                    module = sys.modules.get(where[0])
-                    if module is not None and getattr(module, where[1], None) is obj:
-                        return getattr, (_ModuleRef(where[0]), where[1])
+                    return getattr, (_ModuleRef(where[0]), where[1])
                 if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
                     return obj.re.match, (obj.string, obj.start(), obj.endpos)
                 if isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__" \
@@ -330,23 +348,67 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()) if w]
 
 
+_SECRET_NAMES: dict[str, bool] = {}  # name -> whether it is secret, for the names met so far (bounded)
+_SECRET_SCAN: list[re.Pattern[bytes]] = []  # set by install(): see _may_hold_secret
+
+
 def _secret(name: Any) -> bool:
     """Whether a name (an argument's, a key's, an attribute's) is one whose value is not stored."""
     if not _REDACT or not isinstance(name, str):
         return False
-    words = _words(name)
-    return any(words[i:i + len(p)] == p for p in _REDACT for i in range(len(words) - len(p) + 1))
+    known = _SECRET_NAMES.get(name)
+    if known is None:
+        words = _words(name)
+        known = any(words[i:i + len(p)] == p for p in _REDACT for i in range(len(words) - len(p) + 1))
+        if len(_SECRET_NAMES) < 1 << 16:
+            _SECRET_NAMES[name] = known
+    return known
+
+
+def _scan_for(patterns: list[list[str]]) -> re.Pattern[bytes]:
+    """One search of pickled bytes for the longest word of each pattern spelled as _words can split it
+    out of a name: an upper-case start of any length, then lower case (`token`, `Token`, `TOKEN`;
+    `tOKen` splits elsewhere), followed by no lower-case letter or digit (`tokens` and `token2` are
+    other words; `tokenType`, `token_id` and `TOKEN` are not). One alternation of literals is a fast
+    search in C (a few ms for 2 MB)."""
+    spellings = {word[:k].upper() + word[k:] for word in (max(p, key=len) for p in patterns)
+                 for k in range(len(word) + 1)}
+    return re.compile(b"(?:" + b"|".join(re.escape(w.encode()) for w in sorted(spellings)) + rb")(?![a-z0-9])")
+
+
+def _may_hold_secret(data: bytes) -> bool:
+    """Whether pickled bytes may hold a secret name: the bytes hold every name a stored object's
+    dicts, attributes and keyword arguments have, so where none of the patterns' words is in them,
+    there is nothing to redact (a fast scan instead of a walk over the objects)."""
+    return bool(_SECRET_SCAN) and _SECRET_SCAN[0].search(data) is not None
+
+
+def _stored(value: Any, streams: list[int] | None = None) -> bytes:
+    """`value` pickled for the store, with what its secret names hold redacted (see _redacted); raises
+    _Unredactable where a secret cannot be taken out."""
+    data = _dumps(value, streams)
+    if _REDACT and _may_hold_secret(data):
+        hidden = _redacted(value)
+        if hidden is not value:
+            data = _dumps(hidden, streams)
+    return data
 
 
 def _redacted(value: Any, depth: int = 0) -> Any:
     """`value` with what its secret names hold replaced by REDACTED, in copies: the program's own objects
-    are never changed. Dicts, lists, tuples and plain objects are looked into, a few levels deep."""
-    if not _REDACT or depth > 4:
+    are never changed. Dicts, lists, tuples and plain objects are looked into, a few levels deep; the
+    targets' packages' module-level objects are not (a snapshot refers to them by name: see
+    _shared_objects)."""
+    if not _REDACT or depth > 4 or _shared_name(value) is not None:
         return value
     t = type(value)
     if t is dict:
-        out = {k: REDACTED if _secret(k) else _redacted(v, depth + 1) for k, v in value.items()}
-        return out if any(out[k] is not v for k, v in value.items()) else value
+        changed: dict[Any, Any] = {}
+        for k, v in value.items():
+            r = REDACTED if _secret(k) else _redacted(v, depth + 1)
+            if r is not v:
+                changed[k] = r
+        return {**value, **changed} if changed else value
     if t is list or t is tuple:
         items = [_redacted(v, depth + 1) for v in value]
         return t(items) if any(items[i] is not v for i, v in enumerate(value)) else value
@@ -365,16 +427,17 @@ def _redacted(value: Any, depth: int = 0) -> Any:
 
 def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str],
               streams: list[int] | None = None) -> bytes | None:
-    if _REDACT:
-        try:
-            args = tuple(REDACTED if i < len(params) and _secret(params[i]) else _redacted(a)
-                         for i, a in enumerate(args))
-            kwargs = {k: REDACTED if _secret(k) else _redacted(v) for k, v in kwargs.items()}
-        except _Unredactable as exc:
-            rec.unrecordable_call(f"a secret in a {exc} could not be redacted")
-            return None
+    if _REDACT and any(_secret(params[i]) for i in range(min(len(args), len(params)))):
+        args = tuple(REDACTED if i < len(params) and _secret(params[i]) else a for i, a in enumerate(args))
     try:
-        return _dumps((args, kwargs), streams)
+        data = _dumps((args, kwargs), streams)
+        if _REDACT and _may_hold_secret(data):  # rare: taken apart only where a secret's name may be
+            data = _dumps((tuple(map(_redacted, args)),
+                           {k: REDACTED if _secret(k) else _redacted(v) for k, v in kwargs.items()}), streams)
+        return data
+    except _Unredactable as exc:
+        rec.unrecordable_call(f"a secret in a {exc} could not be redacted")
+        return None
     except Exception as exc:
         names = [(f"argument {params[i] if i < len(params) else i + 1}", a) for i, a in enumerate(args)]
         names += [(f"argument {k}", v) for k, v in kwargs.items()]
@@ -393,7 +456,7 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
 def _returned(value: Any) -> dict[str, Any]:
     started = time.perf_counter()
     try:
-        return {"kind": "return", "value": _dumps(_redacted(value))}
+        return {"kind": "return", "value": _stored(value)}
     except Exception:
         t = type(value)
         return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
@@ -460,7 +523,7 @@ class _Kept:
         assert self.call is not None
         t = time.perf_counter()
         try:
-            streams = [_dumps(_redacted(items)) for items in self.taps.values()]
+            streams = [_stored(items) for items in self.taps.values()]
         except Exception as exc:
             self.rec.unrecordable_call(f"the items of an iterator argument cannot be snapshotted: "
                                        f"{type(exc).__name__}: {str(exc)[:120]}")
@@ -483,10 +546,10 @@ def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: 
 
 
 def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        rec.countdown -= 1
-        kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
+    """A function's calls, through a wrapper with the function's own parameters (see _exact_wrapper):
+    a call that is not examined costs a countdown and a plain call, no packing of *args and **kwargs."""
+    def kept_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        kept = _kept(rec, args, kwargs, params)
         if kept is None:
             return fn(*args, **kwargs)
         try:
@@ -496,7 +559,68 @@ def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
             raise
         kept.record(_returned(result))
         return result
+
+    exact = _exact_wrapper(fn, rec, kept_call)
+    if exact is not None:
+        return exact
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        rec.countdown -= 1
+        return fn(*args, **kwargs) if rec.countdown > 0 else kept_call(args, kwargs)
     return wrapper
+
+
+def _exact_wrapper(fn: Any, rec: Recorder, kept_call: Any) -> Any:
+    """A wrapper declared with `fn`'s parameters (read from its code object, its defaults the same
+    objects), which passes them on as they are and hands an examined call to `kept_call(args, kwargs)`
+    with the defaults the caller left out taken out again; None where `fn` has no plain code object."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    names = code.co_varnames
+    n_pos, n_only, n_kw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    pos, kw_only = list(names[:n_pos]), list(names[n_pos:n_pos + n_kw])
+    i = n_pos + n_kw
+    star = names[i] if code.co_flags & inspect.CO_VARARGS else None
+    i += bool(star)
+    stars = names[i] if code.co_flags & inspect.CO_VARKEYWORDS else None
+    declared = [*pos[:n_only], *(["/"] if n_only else []), *pos[n_only:],
+                *([f"*{star}"] if star else (["*"] if kw_only else [])), *kw_only, *([f"**{stars}"] if stars else [])]
+    passed = [*pos, *([f"*{star}"] if star else []), *(f"{k}={k}" for k in kw_only), *([f"**{stars}"] if stars else [])]
+    args = "(" + "".join(f"{a}, " for a in pos) + (f"*{star}" if star else "") + ")"
+    kwargs = "{" + "".join(f"{k!r}: {k}, " for k in kw_only) + (f"**{stars}" if stars else "") + "}"
+    source = (f"def wrapper({', '.join(declared)}):\n"
+              f"    __redline_rec.countdown -= 1\n"
+              f"    if __redline_rec.countdown > 0:\n"
+              f"        return __redline_fn({', '.join(passed)})\n"
+              f"    return __redline_kept(*__redline_trim({args}, {kwargs}))\n")
+    scope = {"__redline_rec": rec, "__redline_fn": fn, "__redline_kept": kept_call,
+             "__redline_trim": functools.partial(_as_called, fn, n_pos, bool(star))}
+    try:
+        exec(compile(source, f"<redline wrapper of {fn.__qualname__}>", "exec"), scope)
+    except SyntaxError:
+        return None
+    wrapper: Any = functools.wraps(fn)(scope["wrapper"])
+    wrapper.__defaults__, wrapper.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return wrapper
+
+
+def _as_called(fn: Any, n_pos: int, star: bool, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) with the trailing defaults a caller could have left out left out: the kept call is
+    the call as it was made, defaults that are sentinels (`is MISSING`) included by the function's own."""
+    defaults = fn.__defaults__ or ()
+    if not star or len(args) == n_pos:
+        keep = len(args)
+        first_default = n_pos - len(defaults)
+        while keep > first_default and keep <= n_pos and args[keep - 1] is defaults[keep - 1 - first_default]:
+            keep -= 1
+        args = args[:keep]
+    kwdefaults = fn.__kwdefaults__ or {}
+    if kwdefaults:
+        kwargs = {k: v for k, v in kwargs.items() if k not in kwdefaults or v is not kwdefaults[k]}
+    return args, kwargs
 
 
 def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
@@ -595,16 +719,47 @@ def transform(source: bytes, path: str, qualnames: list[str]) -> ast.Module:
     return tree
 
 
+def transformed_code(source: bytes, path: str, qualnames: list[str]) -> types.CodeType:
+    """The module's code with its targets wrapped (see transform), compiled once per source, targets,
+    interpreter and recorder: kept in the plan's `cache` folder (a large module takes ~100 ms to parse
+    and compile, a cached one ~1 ms to read)."""
+    folder = _PLAN.get("cache")
+    key = hashlib.sha256(b"\0".join([source, path.encode(), "\n".join(qualnames).encode(), sys.version.encode(),
+                                       _RECORDER_STAMP])).hexdigest()
+    cached = os.path.join(folder, key + ".code") if folder else None
+    if cached is not None:
+        try:
+            with open(cached, "rb") as fh:
+                code: types.CodeType = marshal.loads(fh.read())
+            os.utime(cached)  # in use: the capture keeps the most recently used (see _prune_code_cache)
+            return code
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+    code = compile(transform(source, path, qualnames), path, "exec", dont_inherit=True)
+    if cached is not None:
+        try:
+            fd = os.open(f"{cached}.{os.getpid()}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(marshal.dumps(code))
+            os.replace(f"{cached}.{os.getpid()}.tmp", cached)
+        except OSError:
+            pass
+    return code
+
+
+_stat = os.stat(__file__)
+_RECORDER_STAMP = f"{_stat.st_mtime_ns}:{_stat.st_size}".encode()  # a changed recorder compiles anew
+
+
 class _Loader(importlib.machinery.SourceFileLoader):
-    """Compiles a target's module from source with the wrapping statements (no bytecode cache)."""
+    """Loads a target's module from its source with the wrapping statements (see transformed_code)."""
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
-        return compile(transform(self.get_data(path), path, _BY_FILE[os.path.realpath(path)]), path, "exec",
-                       dont_inherit=True)
+        return transformed_code(self.get_data(path), path, _BY_FILE[os.path.realpath(path)])
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:  # a meta path finder (importlib.abc would import importlib.resources and pathlib)
     def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -703,6 +858,7 @@ def install(plan_path: str) -> None:
         _RECORDERS[key] = Recorder(key, t["qualname"], int(_PLAN["calls"]), int(_PLAN["max_bytes"]))
         _BY_FILE.setdefault(real, []).append(t["qualname"])
     _REDACT[:] = [_words(p) for p in _PLAN.get("redact", []) if _words(p)]
+    _SECRET_SCAN[:] = [_scan_for(_REDACT)] if _REDACT else []
     sys.meta_path.insert(0, _Finder())
     atexit.register(_write)
     os.register_at_fork(after_in_child=_forget)
@@ -721,7 +877,7 @@ def run_script(argv: list[str]) -> None:
     with open(path, "rb") as fh:
         source = fh.read()
     quals = _BY_FILE.get(os.path.realpath(path), [])
-    code = compile(transform(source, path, quals) if quals else source, path, "exec", dont_inherit=True)
+    code = transformed_code(source, path, quals) if quals else compile(source, path, "exec", dont_inherit=True)
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=path, __builtins__=__builtins__)
     sys.modules["__main__"] = main
