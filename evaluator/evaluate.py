@@ -191,11 +191,21 @@ class Evaluator:
             one = next(iter(self.plan.excluded_calls.items()), None)
             detail = f"; call {one[0]}: {one[1]}" if one else ""
             raise TargetError(f"the target reproduces none of its {len(reply.reproduced)} captured calls "
-                              f"({reasons}{detail}): capture again, or define make_inputs(seed)")
+                              f"({reasons}{detail}): capture again, or define make_inputs(seed)" + self._redacted_note())
         try:
             self.plan.reproduced(kept, excluded)
         except ValueError as exc:
             raise TargetError(str(exc))
+
+    def _redacted_note(self) -> str:
+        """Why the captured calls may not reproduce where redaction changed them."""
+        manifest = self.target.inputs.manifest
+        n = sum(c.redacted for c in manifest.calls) if manifest is not None else 0
+        if not n:
+            return ""
+        return (f"; {n} of the captured calls hold values redacted under secret names (redline.toml's `redact`): "
+                "a call that depends on one does not reproduce; where a name such as `token` is not a secret in "
+                "this code, set `redact` to the names that are and capture again")
 
     def _self_check(self, ch: Channel) -> None:
         """Never verify blind: the reference against itself, twice on each input (every kept captured

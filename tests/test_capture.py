@@ -248,6 +248,21 @@ def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: P
     assert got["last"]["status"] == "incorrect", got["last"]["reason"]  # ties go to the last word
 
 
+def test_a_generator_whose_caller_changes_what_it_yields_is_checked_on_the_items_as_yielded(tmp_path: Path) -> None:
+    """Each yielded item is snapshotted as it is yielded (one stream, one memo: an item's reference to
+    the one before it stays a reference), not when the generator ends, after its caller changed them:
+    every kept call reproduces, the copy is judged on them and a candidate that drops a word is not."""
+    report, got = capture_and_judge(
+        tmp_path, "regrouped.py", "app.py::split", "kept 64 of 300 calls", script="app.py",
+        copy="def split(text):\n    prev = None\n    for part in text.split(';'):\n        if part.strip():\n"
+             "            prev = Stmt(part.split(), prev)\n            yield prev\n",
+        dropped="def split(text):\n    prev = None\n    for part in text.split(';'):\n        if part.strip():\n"
+                "            prev = Stmt(part.split()[:-1], prev)\n            yield prev\n")
+    assert report["inputs"]["calls"] == 64 and report["inputs"]["excluded"] == 0, report["inputs"]
+    assert got["copy"]["status"] in ("ok", "not_faster"), got["copy"]["reason"]
+    assert got["dropped"]["status"] == "incorrect", got["dropped"]["reason"]
+
+
 def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_path: Path) -> None:
     """`Inline.__apply` (stored as `_Inline__apply`) gets an re.Match: the match is snapshotted as its
     pattern matched again at its place in the same string, so its calls are kept and replayed."""
@@ -380,9 +395,14 @@ def score(items, tokens):
     return sum(items) + len(tokens)
 
 
+def classify(token, source):
+    return token["raw"].isidentifier() and token["raw"] in source
+
+
 for i in range(12):
     login(Session(f"u{i}", f"tok-SECRET-{i}"), f"pw-SECRET-{i}", {"Authorization": f"Bearer SECRET{i}", "Accept": "json"})
     score([i, i + 1], ["a", "b"])
+    classify({"type": "text", "raw": f"word{i}"}, f"some word{i} here")
 '''
 
 
@@ -393,8 +413,8 @@ def test_secrets_are_redacted_before_they_are_stored(tmp_path: Path) -> None:
     such a word (`tokens`) are kept."""
     (tmp_path / "app.py").write_text(SECRETS)
     (tmp_path / "redline.toml").write_text("")
-    cap = redline("capture", "--target", "app.py::login", "--target", "app.py::score", "--", sys.executable, "app.py",
-                  cwd=tmp_path)
+    cap = redline("capture", "--target", "app.py::login", "--target", "app.py::score", "--target", "app.py::classify",
+                  "--", sys.executable, "app.py", cwd=tmp_path)
     assert cap.returncode == 0, cap.stderr
     stored = [p for p in (tmp_path / ".redline" / "inputs").rglob("*") if p.is_file()]
     assert len(stored) > 20 and not any(b"SECRET" in p.read_bytes() for p in stored)
@@ -404,10 +424,16 @@ def test_secrets_are_redacted_before_they_are_stored(tmp_path: Path) -> None:
     (cands / "copy.py").write_text("def score(items, tokens):\n    return sum(items) + len(tokens)\n")
     report = optimise(tmp_path, "app.py::score", cands, tmp_path / "score.json")
     assert report["inputs"]["calls"] == 12 and report["inputs"]["excluded"] == 0  # `tokens` is not a secret
+    # A lexer's `token` (a dict, not a string) is looked into, not replaced: its calls reproduce.
+    (cands / "copy.py").write_text("def classify(token, source):\n    return token['raw'].isidentifier() and "
+                                   "token['raw'] in source\n")
+    report = optimise(tmp_path, "app.py::classify", cands, tmp_path / "classify.json")
+    assert report["inputs"]["calls"] == 12 and report["inputs"]["excluded"] == 0, report["inputs"]
     (cands / "copy.py").write_text("def login(session, password, headers):\n    return {}\n")
     res = redline("optimise", "app.py::login", "--candidates", str(cands), "--no-builtin", cwd=tmp_path)
     # Its result depends on the Authorization header's length, which redaction changed: no call reproduces.
     assert res.returncode == 2 and "reproduces none of its 12 captured calls" in res.stderr, res.stderr[-800:]
+    assert "12 of the captured calls hold values redacted under secret names" in res.stderr, res.stderr[-800:]
     (tmp_path / "redline.toml").write_text("redact = []\n")  # turned off: stored as they were
     assert redline("capture", "--target", "app.py::login", "--", sys.executable, "app.py", cwd=tmp_path).returncode == 0
     assert any(b"SECRET" in p.read_bytes() for p in (tmp_path / ".redline" / "inputs").rglob("*.pkl"))

@@ -4,7 +4,8 @@ Each call file is a pickle of `{"call": bytes, "streams": [bytes], "outcome": {.
 pickle of `(args, kwargs)` as they were before the call (`self` first for a method), unpickled only
 inside the sandbox; an iterator argument in it is a persistent reference `("stream", i)` to
 `streams[i]`, the pickle of the items the call took from it (replayed as a fresh iterator over them);
-`outcome` is `{"kind": "return", "value": bytes | None}` or
+`outcome` is `{"kind": "return", "value": bytes | None}` (for a generator, `"yielded": n`: `value` is
+then the n items it yielded, pickled one after another as they were yielded, with one memo) or
 `{"kind": "raise", "type": "module.Qualname", "message": str}`.
 """
 
@@ -48,6 +49,7 @@ class CapturedCall(_Model):
     bytes: int
     outcome: Literal["return", "raise"]
     raises: str = ""  # the exception type, for a call that raised
+    redacted: bool = False  # values under secret names (redline.toml's `redact`) were replaced in it
 
 
 class Manifest(_Model):

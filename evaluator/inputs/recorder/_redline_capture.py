@@ -163,8 +163,9 @@ class Recorder:
             if self.filled >= 4 * self.limit and n > max(1, self.limit // len(self.seen)):
                 return None
             # Past the first FREE_FILLS calls kept, keeping more than a signature's first call waits for
-            # the cost share (rare signatures are what the store is for).
-            if self.filled >= min(self.limit, FREE_FILLS) and n > stride and _Cost.over():
+            # the cost share (rare signatures are what the store is for, while it has room for them).
+            if self.filled >= min(self.limit, FREE_FILLS) and (n > stride or len(self.kept) >= self.limit) \
+                    and _Cost.over():
                 self._drop(f"snapshots had cost {_Cost.SHARE:.0%} of the program's time (a longer run keeps more)")
                 return None
             return n - 1
@@ -176,6 +177,9 @@ class Recorder:
     def keep(self, sig: Any, slot: int, record: dict[str, Any]) -> None:
         size = len(record["call"]) + len(record["outcome"].get("value") or b"") + sum(map(len, record["streams"]))
         record["bytes"] = size
+        if _REDACT:
+            record["redacted"] = any(_REDACTED_BYTES in b for b in (record["call"], record["outcome"].get("value") or b"",
+                                                                   *record["streams"]))
         with self.lock:
             bucket = self.kept.setdefault(sig, [])
             if slot < len(bucket):
@@ -334,6 +338,7 @@ def _dumps(value: Any, streams: list[int] | None = None) -> bytes:
 
 
 REDACTED = "<redacted by redline>"
+_REDACTED_BYTES = REDACTED.encode()
 
 
 class _Unredactable(Exception):
@@ -394,6 +399,14 @@ def _stored(value: Any, streams: list[int] | None = None) -> bytes:
     return data
 
 
+def _holds_secret(value: Any) -> bool:
+    """Whether a value under a secret's name is replaced whole: a string, bytes or a number (what a
+    password, a token or a key is), or a list or tuple of them. A dict or an object under such a name
+    (a lexer's `token`, an OAuth token object) is looked into instead, its own secret names redacted."""
+    scalar = (str, bytes, bytearray, int, float)
+    return isinstance(value, scalar) or (type(value) in (list, tuple) and all(isinstance(x, scalar) for x in value))
+
+
 def _redacted(value: Any, depth: int = 0) -> Any:
     """`value` with what its secret names hold replaced by REDACTED, in copies: the program's own objects
     are never changed. Dicts, lists, tuples and plain objects are looked into, a few levels deep; the
@@ -405,7 +418,7 @@ def _redacted(value: Any, depth: int = 0) -> Any:
     if t is dict:
         changed: dict[Any, Any] = {}
         for k, v in value.items():
-            r = REDACTED if _secret(k) else _redacted(v, depth + 1)
+            r = REDACTED if _secret(k) and _holds_secret(v) else _redacted(v, depth + 1)
             if r is not v:
                 changed[k] = r
         return {**value, **changed} if changed else value
@@ -428,12 +441,14 @@ def _redacted(value: Any, depth: int = 0) -> Any:
 def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str],
               streams: list[int] | None = None) -> bytes | None:
     if _REDACT and any(_secret(params[i]) for i in range(min(len(args), len(params)))):
-        args = tuple(REDACTED if i < len(params) and _secret(params[i]) else a for i, a in enumerate(args))
+        args = tuple(REDACTED if i < len(params) and _secret(params[i]) and _holds_secret(a) else a
+                     for i, a in enumerate(args))
     try:
         data = _dumps((args, kwargs), streams)
         if _REDACT and _may_hold_secret(data):  # rare: taken apart only where a secret's name may be
             data = _dumps((tuple(map(_redacted, args)),
-                           {k: REDACTED if _secret(k) else _redacted(v) for k, v in kwargs.items()}), streams)
+                           {k: REDACTED if _secret(k) and _holds_secret(v) else _redacted(v)
+                            for k, v in kwargs.items()}), streams)
         return data
     except _Unredactable as exc:
         rec.unrecordable_call(f"a secret in a {exc} could not be redacted")
@@ -623,19 +638,50 @@ def _as_called(fn: Any, n_pos: int, star: bool, args: tuple[Any, ...],
     return args, kwargs
 
 
+class _Yielded:
+    """What a kept generator call yields, each item pickled as it is yielded, into one stream with one
+    memo (an item that refers to an earlier one refers to it in the stream too): the caller may change
+    an item once it has it (sqlparse regroups each statement it is given), and what the reference is
+    checked against is the item as the generator made it. Where an item cannot be pickled this way, or
+    the stream may hold a secret, the list is pickled at the end as before (see _returned)."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.buf: io.BytesIO | None = io.BytesIO()
+        self.pickler = _picklers()[(False, False)](self.buf, _shared_objects(), {})
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+        if self.buf is None:
+            return
+        started = time.perf_counter()
+        try:
+            self.pickler.dump(item)
+        except Exception:
+            self.buf = None
+        finally:
+            _Cost.spent += time.perf_counter() - started
+
+    def outcome(self) -> dict[str, Any]:
+        data = self.buf.getvalue() if self.buf is not None else None
+        if data is None or (_REDACT and _may_hold_secret(data)):
+            return _returned(self.items)
+        return {"kind": "return", "value": data, "yielded": len(self.items)}
+
+
 def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
-    """A generator function's calls: the outcome is the list of what it yielded, kept only when the
-    caller consumed it to its end."""
+    """A generator function's calls: the outcome is the list of what it yielded (see _Yielded), kept only
+    when the caller consumed it to its end."""
     @functools.wraps(fn)
     def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
         rec.countdown -= 1
         kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
         if kept is None:
             return (yield from fn(*args, **kwargs))
-        items = []
+        yielded = _Yielded()
         try:
             for item in fn(*kept.args, **kept.kwargs):
-                items.append(item)
+                yielded.add(item)
                 yield item
         except GeneratorExit:
             rec.unrecordable_call("the generator was not consumed to its end")
@@ -643,7 +689,7 @@ def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         except BaseException as exc:
             kept.record(_raised(exc))
             raise
-        kept.record(_returned(items))
+        kept.record(yielded.outcome())
     return gen_wrapper
 
 
@@ -812,6 +858,13 @@ def _write() -> None:
             pickle.dump({"pid": os.getpid(), "targets": recs, "executable": sys.executable,
                          "version": sys.version.split()[0]}, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(out + ".tmp", out)
+        # The counts alone, for a progress report that should not read the snapshots each second.
+        counts = out[:-len(".pkl")] + ".counts"
+        fd = os.open(counts + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"seen": sum(sum(r["seen"].values()) for r in recs),
+                       "kept": sum(len(b) for r in recs for b in r["kept"].values())}, fh)
+        os.replace(counts + ".tmp", counts)
 
 
 def _forget() -> None:

@@ -182,7 +182,8 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         entry: dict[str, Any] = {"index": index, "error": err, "raises": recorded.get("type")}
         if recorded["kind"] == "return":
             if recorded.get("value") is not None:
-                value = _Unpickler(subject).loads(recorded["value"])
+                value = _Unpickler(subject).loads(recorded["value"]) if recorded.get("yielded") is None \
+                    else _Unpickler(subject).loads_items(recorded["value"], recorded["yielded"])
                 entry["recorded"] = encode(value)
                 entry["fingerprint"] = fingerprint(value)
             else:

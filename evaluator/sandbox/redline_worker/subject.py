@@ -77,6 +77,12 @@ class _Unpickler(pickle.Unpickler):
         super().__init__(io.BytesIO(data))
         return self.load()
 
+    def loads_items(self, data: bytes, n: int) -> list[Any]:
+        """`n` pickles written one after another by one pickler (a generator's items as it yielded
+        them), read with one memo: an item's references to an earlier one are kept."""
+        super().__init__(io.BytesIO(data))
+        return [self.load() for _ in range(n)]
+
     def persistent_load(self, pid: Any) -> Any:
         """An iterator argument of a captured call: a fresh iterator over the items the call took."""
         if type(pid) is tuple and len(pid) == 2 and pid[0] == "stream" and 0 <= pid[1] < len(self.streams):
