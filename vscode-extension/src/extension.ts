@@ -22,6 +22,7 @@ import {
   heatColour,
   mergeFramesByFunction,
   nonce,
+  oneAtATime,
   pickInterpreter,
   pythonProcesses,
   revealTarget,
@@ -40,7 +41,7 @@ const WINNER_SCHEME = "redline-winner";
 
 let client: LanguageClient | undefined;
 let serverProcess: ChildProcess | undefined;
-let restarting: Promise<void> = Promise.resolve();
+let restarting: (() => Promise<void>) | undefined;
 let output: vscode.OutputChannel;
 let status: vscode.StatusBarItem;
 let heatOn = true;
@@ -408,14 +409,13 @@ async function stopServer(): Promise<void> {
   if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill();
 }
 
-/** Restarts run one after another: two at once would leave an orphaned client and server. */
+/** Restarts run one after another (logic.oneAtATime): two at once would leave an orphaned client and server. */
 function restart(context: vscode.ExtensionContext): Promise<void> {
-  const next = restarting.then(async () => {
+  restarting ??= oneAtATime(async () => {
     await stopServer();
     await startClient(context);
-  });
-  restarting = next.catch((err) => output.appendLine(`redline: restart failed: ${err}`));
-  return next;
+  }, (err) => output.appendLine(`redline: restart failed: ${err}`));
+  return restarting();
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {

@@ -418,3 +418,15 @@ body { margin: 0; font: 12px monospace; color: var(--vscode-foreground); backgro
 </script>
 </body></html>`;
 }
+
+/** `run` made to run one call at a time, in the order of the calls: a call waits for the one before it
+ * to end. A call that fails is reported to `onError` (its own promise still rejects) and does not stop
+ * the next. The server's restarts go through this: two at once would leave an orphaned client. */
+export function oneAtATime(run: () => Promise<void>, onError: (err: unknown) => void): () => Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  return () => {
+    const next = last.then(run);
+    last = next.catch(onError);
+    return next;
+  };
+}

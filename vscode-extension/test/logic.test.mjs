@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node --test), on the bundled out-test/logic.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { diffColour, diffFlameGraphHtml, diffTree, flameGraphHtml, functionAt, heatBuckets, stacksOf, heatColour, mergeFramesByFunction, nonce, pickInterpreter, pythonProcesses, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
+import { diffColour, diffFlameGraphHtml, diffTree, flameGraphHtml, functionAt, heatBuckets, stacksOf, heatColour, mergeFramesByFunction, nonce, oneAtATime, pickInterpreter, pythonProcesses, revealTarget, serverEnv, statusText, statusTooltip, winnerTitle } from "./logic.js";
 
 test("heat buckets: hottest line at the top level, cold lines left out", () => {
   const b = heatBuckets([{ line: 3, heat: 1, fraction: 0.5 }, { line: 4, heat: 0.1, fraction: 0.05 },
@@ -165,3 +165,28 @@ test("the differential flame graph: stacks by function from both formats, shares
   assert.ok(html.includes('"name":"parse (app.py)"') && !html.includes("<script>alert"));
 });
 
+
+test("restarts run one at a time, in the order asked, and a failed one does not stop the next", async () => {
+  const events = [];
+  const finish = [];
+  let n = 0;
+  const run = oneAtATime(() => {
+    const i = n++;
+    events.push(`start ${i}`);
+    return new Promise((resolve, reject) => finish.push(() => {
+      events.push(`end ${i}`);
+      if (i === 0) reject(new Error("boom")); else resolve();
+    }));
+  }, (err) => events.push(`reported ${err.message}`));
+  const first = run();
+  const second = run();
+  await new Promise(setImmediate);
+  assert.deepEqual(events, ["start 0"]);  // the second waits for the first to end
+  finish[0]();
+  await assert.rejects(first, /boom/);
+  await new Promise(setImmediate);
+  assert.deepEqual(events, ["start 0", "end 0", "reported boom", "start 1"]);
+  finish[1]();
+  await second;
+  assert.deepEqual(events.slice(-1), ["end 1"]);
+});
