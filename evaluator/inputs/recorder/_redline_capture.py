@@ -108,20 +108,20 @@ def render(sig: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
 
 class _Cost:
     """Time this process spent snapshotting, against its time since the recorder started. Replacing a
-    kept call by a later one (the reservoir's uniform sample), and keeping more calls of a signature
-    once the target has a store's worth, stop while snapshots have cost more than SHARE of the
-    program's time: a target whose `self` holds a large object graph would otherwise pay a full
-    snapshot for each of hundreds of calls (Markdown's inline processor, 0.3 ms a snapshot, has 91
-    signatures)."""
+    kept call by a later one (the reservoir's uniform sample) stops while snapshots have cost more than
+    SHARE of the program's time; keeping more calls past a target's first FREE_FILLS (other than a
+    signature's first) waits while they have cost more than that plus GRACE: a target whose `self`
+    holds a large object graph would otherwise pay a full snapshot for each of hundreds of calls
+    (Markdown's inline processor, 0.3 ms a snapshot, has 106 signatures)."""
 
     SHARE = 0.08
-    GRACE = 0.1  # seconds of snapshots allowed on top: a short program keeps its calls
+    GRACE = 0.1  # seconds on top for filling the store (not for replacing kept calls): a short program keeps its calls
     started = time.perf_counter()
     spent = 0.0
 
     @classmethod
-    def over(cls) -> bool:
-        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started) + cls.GRACE
+    def over(cls, grace: float = 0.0) -> bool:
+        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started) + grace
 
 
 class Recorder:
@@ -165,7 +165,7 @@ class Recorder:
             # Past the first FREE_FILLS calls kept, keeping more than a signature's first call waits for
             # the cost share (rare signatures are what the store is for, while it has room for them).
             if self.filled >= min(self.limit, FREE_FILLS) and (n > stride or len(self.kept) >= self.limit) \
-                    and _Cost.over():
+                    and _Cost.over(_Cost.GRACE):
                 self._drop(f"snapshots had cost {_Cost.SHARE:.0%} of the program's time (a longer run keeps more)")
                 return None
             return n - 1
