@@ -263,6 +263,19 @@ def test_a_generator_whose_caller_changes_what_it_yields_is_checked_on_the_items
     assert got["dropped"]["status"] == "incorrect", got["dropped"]["reason"]
 
 
+def test_a_method_called_through_an_alias_in_its_class_body_is_captured(tmp_path: Path) -> None:
+    """`_parse = _parse_no_cache` in the class body: the alias is the same function, and is wrapped too."""
+    report, got = capture_and_judge(
+        tmp_path, "aliased.py", "app.py::Parser._parse_no_cache", "kept 30 of 30 calls", script="app.py",
+        copy="def _parse_no_cache(self, text, loc):\n    word = text[loc:].split(' ', 1)[0]\n"
+             "    return loc + len(word), word\n",
+        off="def _parse_no_cache(self, text, loc):\n    word = text[loc:].split(' ', 1)[0]\n"
+            "    return loc + len(word) + 1, word\n")
+    assert report["inputs"]["calls"] == 30 and report["inputs"]["excluded"] == 0, report["inputs"]
+    assert got["copy"]["status"] in ("ok", "not_faster"), got["copy"]["reason"]
+    assert got["off"]["status"] == "incorrect", got["off"]["reason"]
+
+
 def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_path: Path) -> None:
     """`Inline.__apply` (stored as `_Inline__apply`) gets an re.Match: the match is snapshotted as its
     pattern matched again at its place in the same string, so its calls are kept and replayed."""

@@ -739,7 +739,11 @@ def wrap(namespace: dict[str, Any], qualname: str, key: str) -> None:
     if isinstance(obj, staticmethod):
         setattr(owner, name, staticmethod(recording(obj.__func__, rec)))
     elif isinstance(obj, types.FunctionType) and isinstance(owner, type):
-        setattr(owner, name, recording(obj, rec))
+        wrapper = recording(obj, rec)
+        setattr(owner, name, wrapper)
+        for alias, value in list(vars(owner).items()):  # `_parse = _parseNoCache` in the class body
+            if value is obj:
+                setattr(owner, alias, wrapper)
     else:
         rec.unrecordable_call(f"{qualname} is a {type(obj).__name__}, which capture does not record")
 
