@@ -68,8 +68,8 @@ class Manifest(_Model):
                                              "run with it, so they import what the program's environment has")
     exit_code: int
     processes: int
-    calls_seen: int = Field(description="calls of the target (estimated once it was called more than 4,096 times)")
-    calls_examined: int = Field(description="calls whose signature was read (all of the first 4,096, then a thinning sample)")
+    calls_seen: int = Field(description="calls of the target (estimated once it was called more than 1,024 times)")
+    calls_examined: int = Field(description="calls whose signature was read (all of the first 1,024, then a thinning sample)")
     calls_kept: int
     signatures: list[SignatureCount] = []
     calls: list[CapturedCall] = []
