@@ -248,32 +248,30 @@ def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: P
     assert got["last"]["status"] == "incorrect", got["last"]["reason"]  # ties go to the last word
 
 
-def test_a_generator_whose_caller_changes_what_it_yields_is_checked_on_the_items_as_yielded(tmp_path: Path) -> None:
-    """Each yielded item is snapshotted as it is yielded (one stream, one memo: an item's reference to
-    the one before it stays a reference), not when the generator ends, after its caller changed them:
-    every kept call reproduces, the copy is judged on them and a candidate that drops a word is not."""
-    report, got = capture_and_judge(
-        tmp_path, "regrouped.py", "app.py::split", "kept 64 of 300 calls", script="app.py",
-        copy="def split(text):\n    prev = None\n    for part in text.split(';'):\n        if part.strip():\n"
-             "            prev = Stmt(part.split(), prev)\n            yield prev\n",
-        dropped="def split(text):\n    prev = None\n    for part in text.split(';'):\n        if part.strip():\n"
-                "            prev = Stmt(part.split()[:-1], prev)\n            yield prev\n")
-    assert report["inputs"]["calls"] == 64 and report["inputs"]["excluded"] == 0, report["inputs"]
-    assert got["copy"]["status"] in ("ok", "not_faster"), got["copy"]["reason"]
-    assert got["dropped"]["status"] == "incorrect", got["dropped"]["reason"]
+WHOLE = {
+    # Each yielded item is snapshotted as it is yielded (one stream, one memo: an item's reference to the
+    # one before it stays a reference), not when the generator ends, after its caller changed them.
+    "generator_whose_caller_changes_what_it_yields": (
+        "regrouped.py", "app.py::split", 64, "kept 64 of 300 calls",
+        "def split(text):\n    prev = None\n    for part in text.split(';'):\n        if part.strip():\n"
+        "            prev = Stmt(part.split(){}, prev)\n            yield prev\n", "[:-1]"),
+    # `_parse = _parse_no_cache` in the class body: the alias is the same function, and is wrapped too.
+    "method_called_through_an_alias_in_its_class_body": (
+        "aliased.py", "app.py::Parser._parse_no_cache", 30, "kept 30 of 30 calls",
+        "def _parse_no_cache(self, text, loc):\n    word = text[loc:].split(' ', 1)[0]\n"
+        "    return loc + len(word){}, word\n", " + 1"),
+}
 
 
-def test_a_method_called_through_an_alias_in_its_class_body_is_captured(tmp_path: Path) -> None:
-    """`_parse = _parse_no_cache` in the class body: the alias is the same function, and is wrapped too."""
-    report, got = capture_and_judge(
-        tmp_path, "aliased.py", "app.py::Parser._parse_no_cache", "kept 30 of 30 calls", script="app.py",
-        copy="def _parse_no_cache(self, text, loc):\n    word = text[loc:].split(' ', 1)[0]\n"
-             "    return loc + len(word), word\n",
-        off="def _parse_no_cache(self, text, loc):\n    word = text[loc:].split(' ', 1)[0]\n"
-            "    return loc + len(word) + 1, word\n")
-    assert report["inputs"]["calls"] == 30 and report["inputs"]["excluded"] == 0, report["inputs"]
+@pytest.mark.parametrize("case", sorted(WHOLE))
+def test_every_call_is_kept_and_reproduced(tmp_path: Path, case: str) -> None:
+    """Every call kept and reproduced; the identical copy judged on them, a changed one `incorrect`."""
+    file, target, calls, kept, template, change = WHOLE[case]
+    report, got = capture_and_judge(tmp_path, file, target, kept, script="app.py",
+                                    copy=template.format(""), changed=template.format(change))
+    assert report["inputs"]["calls"] == calls and report["inputs"]["excluded"] == 0, report["inputs"]
     assert got["copy"]["status"] in ("ok", "not_faster"), got["copy"]["reason"]
-    assert got["off"]["status"] == "incorrect", got["off"]["reason"]
+    assert got["changed"]["status"] == "incorrect", got["changed"]["reason"]
 
 
 def test_a_private_method_handed_regex_matches_is_captured_and_optimised(tmp_path: Path) -> None:

@@ -76,6 +76,18 @@ def test_each_rewrite_edits_in_place_keeping_comments_and_compiles(tmp_path: Pat
     assert '    """Docstring first."""\n    _FROZEN = FROZEN\n    _KINDS = KINDS\n' in local and "_abs(row" in local
 
 
+def test_a_global_bound_to_a_local_leaves_the_defaults_that_read_it_to_the_module(tmp_path: Path) -> None:
+    """A default is evaluated where the function is defined, before the alias exists: renaming it there
+    made marshmallow's `Schema._deserialize(…, unknown=RAISE)` a candidate that does not load."""
+    source = ("RAISE = 'raise'\n\n\ndef f(xs, unknown=RAISE) -> list:\n    out = []\n    for x in xs:\n"
+              "        if unknown == RAISE:\n            out.append(x)\n    return out\n")
+    code = by_name(target_in(tmp_path, source, "f"))["lookups bound to locals in loops"]
+    assert "def f(xs, unknown=RAISE) -> list:\n    _RAISE = RAISE\n" in code and "if unknown == _RAISE:" in code
+    scope: dict = {"RAISE": "raise"}
+    exec(code, scope)
+    assert scope["f"]([1, 2]) == [1, 2]
+
+
 @pytest.mark.parametrize("source, absent", [
     # A function that rebinds a global: its value can change mid-loop.
     ("N = 1\ndef f(xs):\n    global N\n    for x in xs:\n        N = len(x)\n", "lookups bound to locals in loops"),
@@ -298,3 +310,9 @@ def test_typed_arguments_from_captured_signatures_only_where_every_call_agrees()
                   "pkg.Nested, dict[<4], float, dict[<4], float"]
     # value is a str in one call and an int in another: untyped. ratio has a default a call may leave it to.
     assert argument_types(method, [], method=True, signatures=signatures) == {"scale": "double", "data": "dict"}
+    # A default the type does not take leaves the argument untyped: tabulate's `headers=()` is a tuple
+    # where every captured call passed a list, and the typed variant crashed on a call that left it.
+    table = ast.parse("def tabulate(rows, headers=(), fmt='simple', widths=None, extra=[]):\n    pass\n").body[0]
+    assert isinstance(table, ast.FunctionDef)
+    assert argument_types(table, [], method=False, signatures=["list[<64], list[<4], str[<16], list[<4], list[<4]"]) \
+        == {"rows": "list", "fmt": "str", "widths": "list", "extra": "list"}

@@ -159,10 +159,11 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
                    signatures: list[str] | None = None) -> dict[str, str]:
     """The C or builtin types of the positional arguments: from every captured signature where there are
     some (an argument is typed only where all of them agree and pass it), else from the first call's
-    description (make_inputs). A C double is declared only for an argument without a default, which a
-    call could leave to that default (None, say)."""
+    description (make_inputs). An argument with a default is typed only where the type takes the
+    default (see _default_fits): a call may leave it to it."""
     args = [*fn.args.posonlyargs, *fn.args.args]
-    defaulted = {a.arg for a in args[len(args) - len(fn.args.defaults):]} if fn.args.defaults else set()
+    defaults = dict(zip((a.arg for a in args[len(args) - len(fn.args.defaults):]), fn.args.defaults, strict=True)) \
+        if fn.args.defaults else {}
     params = [a.arg for a in args][1 if method else 0:]
     types: dict[str, str] = {}
     if signatures:
@@ -177,7 +178,21 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
             ctype = next((c for pattern, c in _TYPES if pattern.match(kind)), None)
             if ctype is not None:
                 types[param] = ctype
-    return {k: v for k, v in types.items() if not (v == "double" and k in defaulted)}
+    return {k: v for k, v in types.items() if k not in defaults or _default_fits(defaults[k], v)}
+
+
+# A default a typed argument may keep: what the C type accepts (None for the builtin types; a literal of
+# the type itself). A C double's default is never kept: a call could leave it to None, say.
+_LITERALS: dict[str, tuple[type[ast.expr], ...]] = {"list": (ast.List,), "dict": (ast.Dict,), "tuple": (ast.Tuple,)}
+
+
+def _default_fits(default: ast.expr, ctype: str) -> bool:
+    """Whether an argument typed `ctype` can keep `default` (`headers=()` typed as a list cannot)."""
+    if ctype == "double":
+        return False
+    if isinstance(default, ast.Constant):
+        return default.value is None or type(default.value).__name__ == ctype
+    return isinstance(default, _LITERALS.get(ctype, ()))
 
 
 def _positional_types(signature: str) -> list[str]:

@@ -182,8 +182,9 @@ def local_lookups(source: str, module: ast.Module, at: int) -> Edits | None:
     for name in sorted(reads):
         alias = _fresh(name, taken)
         aliases.append(f"{alias} = {name}")
-        # Every read in the function, so the loop's and the rest agree on one lookup.
-        for node in ast.walk(fn):
+        # Every read in the function's body, so the loop's and the rest agree on one lookup (not its
+        # defaults, annotations or decorators: the module evaluates those, where the alias is not bound).
+        for node in (n for stmt in fn.body for n in ast.walk(stmt)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id == name:
                 edits.node(node, alias)
     edits.insert_line(_body_start(fn), *aliases)
