@@ -635,3 +635,29 @@ def test_a_target_in_a_file_that_does_not_parse_is_one_clear_error(tmp_path: Pat
     write(tmp_path / "good.py", "type Alias = int\n\ndef ok[T](x: T) -> T:\n    return x\n" if sys.version_info >= (3, 12)
           else "def ok(x):\n    match x:\n        case _:\n            return x\n")
     assert locate(f"{tmp_path / 'good.py'}::ok").qualname == "ok"
+
+
+def test_calls_first_seen_are_calls_no_side_has_run_even_where_the_program_repeated_them(tmp_path: Path) -> None:
+    """A program repeats calls (the same document parsed each round), so a store may hold one call
+    twice; a memoising candidate warmed on one copy would find the other already remembered and look
+    as fast on "first-seen" calls as on repeated ones. Identical calls go to one side of the split,
+    and the first-seen side times one of each."""
+    from redline.evaluator.inputs import InputSource
+    from redline.evaluator.inputs.plan import InputPlan
+    from redline.evaluator.inputs.store import CapturedCall, Manifest, SignatureCount
+
+    (tmp_path / "calls").mkdir()
+    contents = [b"same call", b"same call", b"same call", b"a", b"b", b"c", b"d", b"same call"]
+    for i, data in enumerate(contents):
+        (tmp_path / "calls" / f"{i:04d}.pkl").write_bytes(data)
+    manifest = Manifest.model_construct(
+        calls_kept=len(contents), signatures=[SignatureCount.model_construct(signature="s", seen=80, kept=8)],
+        calls=[CapturedCall(file=f"calls/{i:04d}.pkl", signature="s", bytes=9, outcome="return")
+               for i in range(len(contents))])
+    plan = InputPlan(InputSource(kind="captured", store=tmp_path, manifest=manifest))
+    same = {0, 1, 2, 7}
+    for _ in range(40):
+        warm, fresh = plan.first_seen_split()
+        assert sorted({*warm, *fresh} - same) == [3, 4, 5, 6] and len(fresh) == len(set(fresh))
+        assert not (same & set(warm) and same & set(fresh)), (warm, fresh)  # never on both sides
+        assert len(same & set(fresh)) <= 1  # timed once at most

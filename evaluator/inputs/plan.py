@@ -8,6 +8,8 @@ held back from the candidate until it is timed on them (see first_seen_split).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import random
 from typing import Any
 
@@ -50,6 +52,7 @@ class InputPlan:
         self.excluded_calls: dict[int, str] = {}  # each excluded call's first difference (for the report)
         # Calls recorded raising are checked (the candidate must raise the same) but not timed.
         self._raising = {i for i, c in enumerate(manifest.calls) if c.outcome == "raise"} if manifest else set()
+        self._digests: dict[int, str] = {}
 
     @property
     def timed_keys(self) -> list[int]:
@@ -86,13 +89,29 @@ class InputPlan:
 
     def first_seen_split(self) -> tuple[list[int], list[int]]:
         """Captured calls in two random halves: the warm-up's, and those first seen by the candidate
-        in the first-seen timing (at least two). Fewer than three calls: no warm-up, all first seen."""
-        keys = self.timed_keys
-        _rng.shuffle(keys)
-        if len(keys) < 3:
-            return [], keys
-        half = len(keys) // 2
-        return keys[:half], keys[half:]
+        in the first-seen timing. A program repeats calls (the same document parsed each round), so the
+        store may hold one call twice: identical calls go to the same half, and the first-seen half
+        times one of each, so that no call it times has been run before, by either side. Fewer than
+        three distinct calls: no warm-up, each first seen."""
+        groups: dict[str, list[int]] = {}
+        for k in self.timed_keys:
+            groups.setdefault(self._content(k), []).append(k)
+        order = list(groups.values())
+        _rng.shuffle(order)
+        if len(order) < 3:
+            return [], [g[0] for g in order]
+        half = len(order) // 2
+        return [k for g in order[:half] for k in g], [g[0] for g in order[half:]]
+
+    def _content(self, key: int) -> str:
+        """A digest of captured call `key` as stored (its arguments and outcome): equal for identical calls."""
+        if key not in self._digests:
+            s, data = self.source, str(key).encode()
+            if s.store is not None and s.manifest is not None:
+                with contextlib.suppress(OSError):
+                    data = (s.store / s.manifest.calls[key].file).read_bytes()
+            self._digests[key] = hashlib.sha256(data).hexdigest()
+        return self._digests[key]
 
     def info(self) -> InputsInfo:
         m = self.source.manifest

@@ -46,7 +46,7 @@ _random = random.random
 # hot target's cost stays small.
 EXAMINE_ALL = 1024
 THIN = 64
-FREE_FILLS = 8  # calls of a target kept whatever they cost; past them, snapshots keep to _Cost.SHARE
+FREE_FILLS = 8  # calls of a target kept whatever they cost; past them, snapshots keep to their share (_Cost)
 _PLAN: dict[str, Any] = {}
 _RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
 _BY_FILE: dict[str, list[str]] = {}  # real path of a target file -> the qualnames it holds
@@ -107,21 +107,22 @@ def render(sig: tuple[tuple[Any, ...], tuple[Any, ...]]) -> str:
 
 
 class _Cost:
-    """Time this process spent snapshotting, against its time since the recorder started. Replacing a
-    kept call by a later one (the reservoir's uniform sample) stops while snapshots have cost more than
-    SHARE of the program's time; keeping more calls past a target's first FREE_FILLS (other than a
-    signature's first) waits while they have cost more than that plus GRACE: a target whose `self`
-    holds a large object graph would otherwise pay a full snapshot for each of hundreds of calls
-    (Markdown's inline processor, 0.3 ms a snapshot, has 106 signatures)."""
+    """What a target's snapshots may cost, against this process's time since the recorder started: each
+    of N targets SHARE / N of it, so a target whose snapshots are dear does not starve the others.
+    Replacing a kept call by a later one (the reservoir's uniform sample) stops while a target's
+    snapshots have cost more than its share; keeping more calls past its first FREE_FILLS (other than a
+    signature's first) waits while they have cost more than that plus its part of GRACE: a target
+    whose `self` holds a large object graph would otherwise pay a full snapshot for each of hundreds of
+    calls (Markdown's inline processor, 0.3 ms a snapshot, has 106 signatures)."""
 
     SHARE = 0.08
-    GRACE = 0.1  # seconds on top for filling the store (not for replacing kept calls): a short program keeps its calls
+    GRACE = 0.1  # seconds on top for filling the stores (not for replacing kept calls): a short program keeps its calls
     started = time.perf_counter()
-    spent = 0.0
 
     @classmethod
-    def over(cls, grace: float = 0.0) -> bool:
-        return cls.spent > cls.SHARE * (time.perf_counter() - cls.started) + grace
+    def over(cls, rec: Recorder, grace: float = 0.0) -> bool:
+        n = max(1, len(_RECORDERS))
+        return rec.spent > (cls.SHARE * (time.perf_counter() - cls.started) + grace) / n
 
 
 class Recorder:
@@ -143,6 +144,7 @@ class Recorder:
         self.dropped: dict[str, int] = {}
         self.countdown = 1  # calls until the next one examined
         self.examined = 0
+        self.spent = 0.0  # seconds this process spent snapshotting this target's calls (see _Cost)
 
     def admit(self, sig: Any) -> int | None:
         """The slot a call of `sig` is kept in, or None (most calls, once the reservoir is full). No lock:
@@ -165,11 +167,12 @@ class Recorder:
             # Past the first FREE_FILLS calls kept, keeping more than a signature's first call waits for
             # the cost share (rare signatures are what the store is for, while it has room for them).
             if self.filled >= min(self.limit, FREE_FILLS) and (n > stride or len(self.kept) >= self.limit) \
-                    and _Cost.over(_Cost.GRACE):
-                self._drop(f"snapshots had cost {_Cost.SHARE:.0%} of the program's time (a longer run keeps more)")
+                    and _Cost.over(self, _Cost.GRACE):
+                self._drop(f"its snapshots had cost its share of the program's time "
+                           f"({_Cost.SHARE / max(1, len(_RECORDERS)):.0%}; a longer run keeps more)")
                 return None
             return n - 1
-        if _Cost.over():
+        if _Cost.over(self):
             return None
         j = int(_random() * n)
         return j if j < self.limit else None
@@ -468,7 +471,7 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
         return None
 
 
-def _returned(value: Any) -> dict[str, Any]:
+def _returned(rec: Recorder, value: Any) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         return {"kind": "return", "value": _stored(value)}
@@ -476,7 +479,7 @@ def _returned(value: Any) -> dict[str, Any]:
         t = type(value)
         return {"kind": "return", "value": None, "unpicklable": f"{t.__module__}.{t.__qualname__}"}
     finally:
-        _Cost.spent += time.perf_counter() - started
+        rec.spent += time.perf_counter() - started
 
 
 def _raised(exc: BaseException) -> dict[str, Any]:
@@ -544,7 +547,7 @@ class _Kept:
                                        f"{type(exc).__name__}: {str(exc)[:120]}")
             return
         self.rec.keep(self.sig, self.slot, {"call": self.call, "streams": streams, "outcome": outcome})
-        _Cost.spent += time.perf_counter() - t
+        self.rec.spent += time.perf_counter() - t
 
 
 def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: list[str]) -> _Kept | None:
@@ -556,7 +559,7 @@ def _kept(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], params: 
     t = time.perf_counter()
     kept = _Kept(rec, sig, slot, args, kwargs)
     kept.call = _snapshot(rec, kept.args, kept.kwargs, params, list(kept.taps))
-    _Cost.spent += time.perf_counter() - t
+    rec.spent += time.perf_counter() - t
     return kept if kept.call is not None else None
 
 
@@ -572,7 +575,7 @@ def _plain_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         except BaseException as exc:
             kept.record(_raised(exc))
             raise
-        kept.record(_returned(result))
+        kept.record(_returned(rec, result))
         return result
 
     exact = _exact_wrapper(fn, rec, kept_call)
@@ -645,7 +648,8 @@ class _Yielded:
     checked against is the item as the generator made it. Where an item cannot be pickled this way, or
     the stream may hold a secret, the list is pickled at the end as before (see _returned)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
         self.items: list[Any] = []
         self.buf: io.BytesIO | None = io.BytesIO()
         self.pickler = _picklers()[(False, False)](self.buf, _shared_objects(), {})
@@ -660,12 +664,12 @@ class _Yielded:
         except Exception:
             self.buf = None
         finally:
-            _Cost.spent += time.perf_counter() - started
+            self.rec.spent += time.perf_counter() - started
 
     def outcome(self) -> dict[str, Any]:
         data = self.buf.getvalue() if self.buf is not None else None
         if data is None or (_REDACT and _may_hold_secret(data)):
-            return _returned(self.items)
+            return _returned(self.rec, self.items)
         return {"kind": "return", "value": data, "yielded": len(self.items)}
 
 
@@ -678,7 +682,7 @@ def _generator_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         kept = _kept(rec, args, kwargs, params) if rec.countdown <= 0 else None
         if kept is None:
             return (yield from fn(*args, **kwargs))
-        yielded = _Yielded()
+        yielded = _Yielded(rec)
         try:
             for item in fn(*kept.args, **kept.kwargs):
                 yielded.add(item)
@@ -706,7 +710,7 @@ def _async_wrapper(fn: Any, rec: Recorder, params: list[str]) -> Any:
         except BaseException as exc:
             kept.record(_raised(exc))
             raise
-        kept.record(_returned(result))
+        kept.record(_returned(rec, result))
         return result
     return async_wrapper
 
@@ -876,7 +880,7 @@ def _forget() -> None:
     _Flush.lock = threading.RLock()
     _Flush.timer = None
     _Flush.name = ""
-    _Cost.started, _Cost.spent = time.perf_counter(), 0.0
+    _Cost.started = time.perf_counter()
     for rec in _RECORDERS.values():
         rec.lock = threading.RLock()
         rec.reset()
