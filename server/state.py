@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,20 @@ class Comparison:
     after: tuple[str, ...] = ()  # the traces compared with `before`
     unit: str = "seconds"  # of the weights
     order: tuple[FunctionChange, ...] = ()  # every change, largest self change first (as `redline diff`)
+    files: tuple[tuple[str, int], ...] = ()  # each compared trace and its mtime_ns when compared
+
+    def holds(self, loaded: tuple[str, ...]) -> bool:
+        """Whether it still says what it said: its traces unchanged on disk and those it compared with
+        `before` still loaded. A reload for a trace it already read (the editor's file watcher seeing the
+        recording Profile again wrote) keeps it; a changed trace or another set loaded does not."""
+        return set(self.after) <= set(loaded) and all(_mtime(p) == m for p, m in self.files)
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 class ProfileStore:
@@ -120,7 +135,7 @@ class ProfileStore:
         doc = profile_diff(list(before), list(after if after is not None else self.snapshot.traces), self.root)
         found = Comparison(tuple(before), {(c.kind, c.file, c.function): c for c in doc.functions},
                            doc.before_total_weight, doc.after_total_weight, tuple(doc.after), doc.after_unit,
-                           tuple(doc.functions))
+                           tuple(doc.functions), tuple((p, _mtime(p)) for p in (*before, *doc.after)))
         self.comparison = found
         return found
 

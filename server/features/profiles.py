@@ -27,7 +27,9 @@ async def reload(ls: RedlineServer, announce: str | None = None) -> None:
     the user loaded by name), say what was loaded."""
     loop = asyncio.get_running_loop()
     snap = await loop.run_in_executor(None, ls.store.load, ls.settings.profileGlobs, ls.settings.mergeProfiles)
-    ls.store.comparison = None  # it compared the traces loaded before; compare again to see the new ones
+    c = ls.store.comparison
+    if c is not None and not c.holds(snap.traces):
+        ls.store.comparison = None  # it compared other traces, or older versions of them: compare again
     ls.forget()
     for err in snap.errors:
         ls.warn(f"redline: {err}")
