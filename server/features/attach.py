@@ -6,7 +6,6 @@ and lenses fill in while it runs; it stops when the user stops it (its progress 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import threading
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from redline.evaluator.inputs.store import remember_profile
 from redline.profilers.record import AttachError, RecordError, Sampling, attach, command_of, redline_dir
 
 from ..core import RedlineServer, command, parse_args
-from .profiles import schedule_reload
+from .profiles import globbed, schedule_reload
 
 WINDOW_S = 2.0  # seconds per py-spy window: how often the heat refreshes, and how long a Stop may take
 
@@ -69,8 +68,7 @@ async def _sample(ls: RedlineServer, a: AttachArgs, trace: Path, token: str, sto
                 out.write(window.read_text())
             window.unlink(missing_ok=True)
             windows += 1
-            rel = trace.relative_to(ls.store.root).as_posix().lstrip("./")  # as the globs are matched
-            if windows == 1 and not any(fnmatch.fnmatch(rel, g.lstrip("./")) for g in ls.settings.profileGlobs):
+            if windows == 1 and not globbed(ls, trace):
                 ls.store.add_explicit(str(trace))  # the user's globs leave .redline/ out: load it by name
             schedule_reload(ls)
             if token:

@@ -76,6 +76,15 @@ def loaded_message(snap: Snapshot, path: str) -> str:
     return what + (f"; {others} other trace(s) loaded with it, {snap.samples} samples in all" if others else "")
 
 
+def globbed(ls: RedlineServer, path: Path) -> bool:
+    """Whether the `profileGlobs` setting loads `path` (relative to the workspace where it is in it)."""
+    try:
+        rel = path.resolve().relative_to(ls.store.root).as_posix()
+    except ValueError:
+        rel = str(path)
+    return any(fnmatch.fnmatch(rel, g.lstrip("./")) for g in ls.settings.profileGlobs)
+
+
 def schedule_reload(ls: RedlineServer, announce: str | None = None) -> None:
     if ls.loading is not None and not ls.loading.done():
         ls.loading.cancel()
@@ -200,17 +209,9 @@ def register(ls: RedlineServer) -> None:
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @guarded(None)
     def did_change_watched(ls: RedlineServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        root = ls.store.root
         for change in params.changes:
             path = to_fs_path(change.uri)
-            if not path:
-                continue
-            try:
-                rel = Path(path).resolve().relative_to(root).as_posix()
-            except ValueError:
-                rel = path
-            if any(fnmatch.fnmatch(rel, g.lstrip("./")) for g in ls.settings.profileGlobs) \
-                    or path in ls.store.snapshot.traces:
+            if path and (globbed(ls, Path(path)) or path in ls.store.snapshot.traces):
                 schedule_reload(ls)
                 return
 

@@ -46,6 +46,7 @@ _random = random.random
 # hot target's cost stays small.
 EXAMINE_ALL = 1024
 THIN = 64
+_COST_CUT = "its snapshots had cost its share of the program's time ({:.0%}; a longer run keeps more)"
 FREE_FILLS = 8  # calls of a target kept whatever they cost; past them, snapshots keep to their share (_Cost)
 _PLAN: dict[str, Any] = {}
 _RECORDERS: dict[str, Recorder] = {}  # "real path::qualname" -> its recorder
@@ -168,8 +169,7 @@ class Recorder:
             # the cost share (rare signatures are what the store is for, while it has room for them).
             if self.filled >= min(self.limit, FREE_FILLS) and (n > stride or len(self.kept) >= self.limit) \
                     and _Cost.over(self, _Cost.GRACE):
-                self._drop(f"its snapshots had cost its share of the program's time "
-                           f"({_Cost.SHARE / max(1, len(_RECORDERS)):.0%}; a longer run keeps more)")
+                self._drop(_COST_CUT.format(_Cost.SHARE / max(1, len(_RECORDERS))))
                 return None
             return n - 1
         if _Cost.over(self):
@@ -210,8 +210,11 @@ class Recorder:
                 text = render(sig)
                 seen[text] = seen.get(text, 0) + n
                 kept.setdefault(text, []).extend(self.kept.get(sig, []))
+            # The budget's cut is worth saying only where the store did not fill (it fills later otherwise).
+            full = self.filled >= self.limit
+            dropped = {why: n for why, n in self.dropped.items() if not (full and why.startswith(_COST_CUT.partition("{")[0]))}
             return {"key": self.key, "qualname": self.qualname, "module": self.module, "seen": seen, "kept": kept,
-                    "examined": self.examined, "unrecordable": dict(self.unrecordable), "dropped": dict(self.dropped)}
+                    "examined": self.examined, "unrecordable": dict(self.unrecordable), "dropped": dropped}
 
 
 # Module-level objects of the targets' packages, by id: (module name, attribute). Built when first
@@ -391,12 +394,12 @@ def _may_hold_secret(data: bytes) -> bool:
     return bool(_SECRET_SCAN) and _SECRET_SCAN[0].search(data) is not None
 
 
-def _stored(value: Any, streams: list[int] | None = None) -> bytes:
-    """`value` pickled for the store, with what its secret names hold redacted (see _redacted); raises
-    _Unredactable where a secret cannot be taken out."""
+def _stored(value: Any, streams: list[int] | None = None, depth: int = 0) -> bytes:
+    """`value` pickled for the store, with what its secret names hold redacted (see _redacted; `depth`
+    where the walk starts); raises _Unredactable where a secret cannot be taken out."""
     data = _dumps(value, streams)
-    if _REDACT and _may_hold_secret(data):
-        hidden = _redacted(value)
+    if _REDACT and _may_hold_secret(data):  # rare: taken apart only where a secret's name may be
+        hidden = _redacted(value, depth)
         if hidden is not value:
             data = _dumps(hidden, streams)
     return data
@@ -447,12 +450,8 @@ def _snapshot(rec: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any], para
         args = tuple(REDACTED if i < len(params) and _secret(params[i]) and _holds_secret(a) else a
                      for i, a in enumerate(args))
     try:
-        data = _dumps((args, kwargs), streams)
-        if _REDACT and _may_hold_secret(data):  # rare: taken apart only where a secret's name may be
-            data = _dumps((tuple(map(_redacted, args)),
-                           {k: REDACTED if _secret(k) and _holds_secret(v) else _redacted(v)
-                            for k, v in kwargs.items()}), streams)
-        return data
+        # The (args, kwargs) pair and the args tuple are the call's packing, not levels of its objects.
+        return _stored((args, kwargs), streams, depth=-2)
     except _Unredactable as exc:
         rec.unrecordable_call(f"a secret in a {exc} could not be redacted")
         return None
