@@ -456,12 +456,10 @@ def test_the_scan_for_secret_names_misses_none() -> None:
     the common names that only contain such a word (`tokens`, `get_tokens`) through."""
     import pickle
 
+    from redline.evaluator.config import ProjectConfig
     from redline.evaluator.inputs.recorder import _redline_capture as rec
 
-    patterns = ["password", "passwd", "token", "secret", "authorization", "api_key", "cookie"]
-    rec._REDACT[:] = [rec._words(p) for p in patterns]
-    rec._SECRET_SCAN[:] = [rec._scan_for(rec._REDACT)]
-    rec._SECRET_NAMES.clear()
+    rec.redact(ProjectConfig().redact)  # the defaults
     try:
         secret = ["token", "authToken", "X-Auth-Token", "TOKEN", "tokenType", "token_id", "access_token", "tokenS",
                   "api_key", "apiKey", "API_KEY", "myApiKey", "Password", "PASSWD", "client_secret", "Set-Cookie",
@@ -472,6 +470,4 @@ def test_the_scan_for_secret_names_misses_none() -> None:
             assert rec._may_hold_secret(pickle.dumps({name: 1})), name
         assert not rec._may_hold_secret(pickle.dumps({n: n for n in plain}))
     finally:
-        rec._REDACT.clear()
-        rec._SECRET_SCAN.clear()
-        rec._SECRET_NAMES.clear()
+        rec.redact([])

@@ -387,6 +387,14 @@ def _scan_for(patterns: list[list[str]]) -> re.Pattern[bytes]:
     return re.compile(b"(?:" + b"|".join(re.escape(w.encode()) for w in sorted(spellings)) + rb")(?![a-z0-9])")
 
 
+def redact(patterns: list[str]) -> None:
+    """Redact the values under these names (redline.toml's `redact`) from here on; [] stores them as
+    they are."""
+    _REDACT[:] = [_words(p) for p in patterns if _words(p)]
+    _SECRET_SCAN[:] = [_scan_for(_REDACT)] if _REDACT else []
+    _SECRET_NAMES.clear()
+
+
 def _may_hold_secret(data: bytes) -> bool:
     """Whether pickled bytes may hold a secret name: the bytes hold every name a stored object's
     dicts, attributes and keyword arguments have, so where none of the patterns' words is in them,
@@ -917,8 +925,7 @@ def install(plan_path: str) -> None:
         key = real + "::" + t["qualname"]
         _RECORDERS[key] = Recorder(key, t["qualname"], int(_PLAN["calls"]), int(_PLAN["max_bytes"]))
         _BY_FILE.setdefault(real, []).append(t["qualname"])
-    _REDACT[:] = [_words(p) for p in _PLAN.get("redact", []) if _words(p)]
-    _SECRET_SCAN[:] = [_scan_for(_REDACT)] if _REDACT else []
+    redact(_PLAN.get("redact", []))
     sys.meta_path.insert(0, _Finder())
     atexit.register(_write)
     os.register_at_fork(after_in_child=_forget)
