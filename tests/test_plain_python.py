@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import redline
 from redline.evaluator.proposers import Context
-from redline.evaluator.proposers.compiled import CythonProposer
+from redline.evaluator.proposers.compiled import CythonProposer, callees
 from redline.evaluator.proposers.rewrites import REWRITES, rewrites
 from redline.evaluator.target import Target, apply_candidate, locate
 
@@ -252,6 +252,76 @@ def test_a_compiled_method_replaces_itself_in_its_class(tmp_path: Path, qualname
     printed = run_applied(tmp_path, target, cand["code"], "t = m.Tokeniser()\nprint(t.split('ab cd, e'))\n"
                           f"print(t._Tokeniser__words, type(vars(m.Tokeniser)['{stored}']).__name__)")
     assert printed.split("\n")[:2] == ["['ab', 'cd', 'e']", "3 cython_function_or_method"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("qualname, inputs, call, compiled", [
+    # a module function: the compiled target calls its compiled copy; the module keeps its own
+    ("checksum", "make_inputs", "print(m.checksum(m.make_inputs(3)[0]))",
+     "type(m.checksum.compiled.__globals__['weigh']).__name__, type(m.weigh).__name__"),
+    # a private method: its compiled copy takes its place in the class
+    ("Tokeniser.split", "make_split_inputs", "t = m.Tokeniser()\nprint(t.split('ab cd, e'), t._Tokeniser__words)",
+     "type(vars(m.Tokeniser)['_Tokeniser__emit']).__name__"),
+])
+def test_what_a_compiled_function_calls_is_compiled_with_it(tmp_path: Path, qualname: str, inputs: str, call: str,
+                                                            compiled: str) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", qualname, "--builtin", "cython", "--budget", "3",
+                      "--inputs", f"plain_checksum.py::{inputs}")
+    (cand,) = [c for c in compiled_candidates(doc) if c["approach"].startswith("compiled with Cython, with ")]
+    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
+    callee = "weigh" if qualname == "checksum" else "self.__emit"
+    assert f"({callee})" in cand["approach"] and f"@_RedlineCython({callee!r})" in cand["code"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
+    printed = run_applied(tmp_path, target, cand["code"], f"{call}\nprint({compiled})").split("\n")
+    original = load(WORKLOADS / "plain_checksum.py")
+    if qualname == "checksum":
+        assert printed[:2] == [str(original.checksum(original.make_inputs(3)[0])),
+                               "cython_function_or_method function"]
+    else:
+        assert printed[:2] == ["['ab', 'cd', 'e'] 3", "cython_function_or_method"]
+
+
+def test_the_functions_compiled_with_a_target_are_those_whose_copy_behaves_as_they_do(tmp_path: Path) -> None:
+    source = """
+        import functools
+        N = 0
+        def plain(x): return helper(x) + 1
+        def helper(x): return x
+        @functools.cache
+        def cached(x): return x
+        def collects(x, seen=[]): return seen
+        def counts(x):
+            global N
+            N += 1
+        def aliased(x): return x
+        aliased = functools.partial(aliased, 1)
+        def f(x):
+            return plain(x) + cached(x) + collects(x) + counts(x) + aliased(x) + f(x) + len(x)
+        class A:
+            def m(self, x):
+                return self.step(x) + self.up(x) + plain(x) + other.step(x)
+            def step(self, x, end=None, sign=-1):
+                return self.last(x)
+            def last(self, x):
+                return x
+            def up(self, x):
+                return super().up(x)
+    """
+    assert callees(target_in(tmp_path, source, "f")) == [("plain", "def plain(x): return helper(x) + 1\n"),
+                                                        ("helper", "def helper(x): return x\n")]
+    found = callees(target_in(tmp_path, source, "A.m"))
+    assert [name for name, _ in found] == ["self.step", "plain", "self.last", "helper"]
+    assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"), limit=2)] == ["self.step", "plain"]
+
+
+@pytest.mark.slow
+def test_an_annotation_is_read_as_python_reads_it(tmp_path: Path) -> None:
+    """`text: str` called with a subclass of str: Cython would reject the call if it typed the argument
+    from its annotation."""
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "vowels", "--builtin", "cython", "--budget", "1",
+                      "--inputs", "plain_checksum.py::make_vowels_inputs")
+    (cand,) = compiled_candidates(doc)
+    assert cand["status"] == "ok", cand["reason"]
 
 
 @pytest.mark.slow

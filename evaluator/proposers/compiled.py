@@ -1,13 +1,16 @@
-"""The target compiled with Cython, unchanged (pure-Python mode) and with argument types from its calls.
+"""The target compiled with Cython, unchanged (pure-Python mode), with argument types from its calls, and
+with the module's functions and its class's methods that it calls compiled beside it.
 
 A candidate is the target's own source with one decorator, `@_RedlineCython(...)`, and that decorator's
 class (HELPER) beside it. What the sandbox verifies is what the edit adds to the user's file: on first
 use the decorator compiles the function's source with Cython into a binding function (so a method
 patches into its class), builds it with the C compiler into an on-disk cache, and hands over the
 module's globals; a method then replaces itself in its class, a function forwards to the compiled one.
-Where Cython, a C compiler or the source is missing at run time, the function runs as the plain
-Python it still is. The proposer compiles each variant with Cython first: one Cython rejects is not
-proposed, and the reason is reported instead.
+The functions it names are compiled into the same extension module from their own source: a module
+function's compiled copy is what the target's calls reach (the module keeps its own for every other
+caller), a method's takes the method's place in its class. Where Cython, a C compiler or the source is
+missing at run time, the function runs as the plain Python it still is. The proposer compiles each
+variant with Cython first: one Cython rejects is not proposed, and the reason is reported instead.
 """
 
 from __future__ import annotations
@@ -29,18 +32,21 @@ from . import Context, NotApplicable, Proposal, Proposer
 
 HELPER = '''
 class _RedlineCython:
-    """`@_RedlineCython(arg="double", ...)`: the function below compiled with Cython when first used,
-    with those C types for its arguments, and built once into $REDLINE_CYTHON_CACHE (default
-    ~/.cache/redline-cython). Needs Cython and a C compiler where it runs; without them the function
+    """`@_RedlineCython("helper", "self.method", arg="double", ...)`: the function below compiled with
+    Cython when first used, with those C types for its arguments, and built once into
+    $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are compiled
+    with it, for its own calls to them; the methods of its class it names (`self.name`) are compiled
+    and take their place in the class. Needs Cython and a C compiler where it runs; without them it all
     runs as plain Python. Added by redline, which verified the compiled function on its calls."""
 
-    # Cython as a command, with the module's own names (given to the module when it loads) allowed.
+    # Cython as a command, with the module's own names (given to the module when it loads) allowed and
+    # annotations read as Python reads them (a parameter annotated `str` takes a subclass of str).
     CYTHON = ("import sys; from Cython.Compiler import Options; Options.error_on_unknown_names = False; "
-              "from Cython.Compiler.Main import setuptools_main; "
-              "sys.argv[1:] = ['-3', '-X', 'binding=True', *sys.argv[1:]]; sys.exit(setuptools_main())")
+              "from Cython.Compiler.Main import setuptools_main; sys.argv[1:] = "
+              "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', *sys.argv[1:]]; sys.exit(setuptools_main())")
 
-    def __init__(self, **types):
-        self.types, self.fn, self.compiled = types, None, None
+    def __init__(self, *calls, **types):
+        self.calls, self.types, self.fn, self.compiled = calls, types, None, None
 
     def __call__(self, *args, **kwargs):
         if self.fn is None:  # decorating
@@ -58,20 +64,48 @@ class _RedlineCython:
         return compiled.__get__(instance, owner)
 
     @staticmethod
-    def source(text, qualname, types):
-        """What Cython compiles: the def without decorators, typed, inside a class like its owner's."""
+    def source(text, qualname, types, functions=(), methods=()):
+        """What Cython compiles: the def without decorators, typed, inside a class like its owner's with
+        the methods it calls; the module functions it calls above it (all as their own source)."""
         import textwrap
-        lines = textwrap.dedent(text).splitlines(keepends=True)
-        while lines and not lines[0].lstrip().startswith(("def ", "async def ")):
-            lines.pop(0)
-        body = "".join(lines)
+
+        def bare(text):
+            lines = textwrap.dedent(text).splitlines(keepends=True)
+            while lines and not lines[0].lstrip().startswith(("def ", "async def ")):
+                lines.pop(0)
+            return "".join(lines)
+
+        body = bare(text)
         if types:
             typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
             body = f"@cython.locals({typed})\\n{body}"
         owner = qualname.rpartition(".")[0]
         if owner:
-            body = f"class {owner}:\\n" + textwrap.indent(body, "    ")
-        return ("import cython\\n\\n" if types else "") + body
+            body = f"class {owner}:\\n" + textwrap.indent("\\n".join([body, *map(bare, methods)]), "    ")
+        return ("import cython\\n\\n" if types else "") + "".join(bare(f) + "\\n\\n" for f in functions) + body
+
+    @staticmethod
+    def stored(owner, name):
+        """The name a class stores its method `name` under (a private one mangled, as in its body)."""
+        if name.startswith("__") and not name.endswith("__"):
+            return "_" + owner.rpartition(".")[2].lstrip("_") + name
+        return name
+
+    def called(self, fn, cls):
+        """The functions named in the decorator, as (stored name, function, is a method): each only where
+        it is still the module's own plain function, whose source is what gets compiled."""
+        import inspect
+        found = []
+        for call in self.calls:
+            method = call.startswith("self.")
+            name = self.stored(fn.__qualname__.rpartition(".")[0], call[5:]) if method else call
+            if method:
+                value = vars(cls).get(name) if cls is not None else None
+            else:
+                value = fn.__globals__.get(name)
+            if inspect.isfunction(value) and value.__module__ == fn.__module__ and not hasattr(value, "__wrapped__"):
+                found.append((name, value, method))
+        return found
 
     @staticmethod
     def build(source, stem, cache):
@@ -106,7 +140,12 @@ class _RedlineCython:
         import warnings
         fn = self.fn
         try:
-            source = self.source(inspect.getsource(fn), fn.__qualname__, self.types)
+            owner = fn.__qualname__.rpartition(".")[0]
+            cls = fn.__globals__[owner] if owner else None
+            called = self.called(fn, cls)
+            source = self.source(inspect.getsource(fn), fn.__qualname__, self.types,
+                                 [inspect.getsource(f) for _, f, method in called if not method],
+                                 [inspect.getsource(f) for _, f, method in called if method])
             stem = f"_redline_cy_{fn.__name__.strip('_')}_" + hashlib.sha256(
                 (source + sys.version).encode()).hexdigest()[:16]
             cache = os.environ.get("REDLINE_CYTHON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
@@ -115,15 +154,17 @@ class _RedlineCython:
             module = importlib.util.module_from_spec(spec)
             module.__dict__.update({k: v for k, v in fn.__globals__.items() if not k.startswith("__")})
             spec.loader.exec_module(module)
-            owner = fn.__qualname__.rpartition(".")[0]
             if owner:
-                name = fn.__name__
-                if name.startswith("__") and not name.endswith("__"):  # private: stored mangled, as in the class
-                    name = "_" + owner.rpartition(".")[2].lstrip("_") + name
-                compiled = vars(module)[owner].__dict__[name]
-                vars(module)[owner] = fn.__globals__[owner]  # its own references to the class: the real one
+                compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)]
+                copies = {name: vars(module)[owner].__dict__[name] for name, _, method in called if method}
+                vars(module)[owner] = cls  # its own references to the class: the real one
             else:
-                compiled = vars(module)[fn.__name__]
+                compiled, copies = vars(module)[fn.__name__], {}
+            for name, original, method in called:
+                copy = copies[name] if method else vars(module)[name]
+                copy.__module__, copy.__qualname__ = original.__module__, original.__qualname__
+                if method and vars(cls).get(name) is original:
+                    setattr(cls, name, copy)
             compiled.__module__, compiled.__qualname__ = fn.__module__, fn.__qualname__
         except Exception as exc:
             if os.environ.get("REDLINE_CYTHON_STRICT"):
@@ -222,14 +263,24 @@ def _function(t: Target) -> ast.FunctionDef | ast.AsyncFunctionDef:
 
 def _unsupported(t: Target) -> str | None:
     """Why the decorator cannot stand in for this target, or None."""
-    fn = _function(t)
-    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     module = ast.parse(t.source)
     if t.qualname.count(".") > 1:
         return "a method of a nested class"
     if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == t.fn.line and n.decorator_list
            for n in ast.walk(module)):
         return "a decorated function (its decorators would not apply to the compiled one)"
+    return _not_compiled(_function(t), _rebound(module))
+
+
+def _rebound(module: ast.Module) -> set[str]:
+    """The module's names that some function rebinds with `global`."""
+    return {n for node in ast.walk(module) if isinstance(node, ast.Global) for n in node.names}
+
+
+def _not_compiled(fn: ast.FunctionDef | ast.AsyncFunctionDef, rebound: set[str]) -> str | None:
+    """Why this def's compiled copy would not behave as it does (reading the module's globals from the
+    compiled module's copy of them), or None."""
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(fn)):
         return "it rebinds globals (the compiled function has its own)"
     if "super" in names or "__class__" in names:
@@ -237,10 +288,61 @@ def _unsupported(t: Target) -> str | None:
     dunders = sorted(n for n in names if n.startswith("__") and n.endswith("__"))
     if dunders:
         return f"it reads the module's {dunders[0]}"
-    rebound = {n for node in ast.walk(module) if isinstance(node, ast.Global) for n in node.names} & names
-    if rebound:
-        return f"it reads {sorted(rebound)[0]}, which the module rebinds while it runs"
+    if rebound & names:
+        return f"it reads {sorted(rebound & names)[0]}, which the module rebinds while it runs"
     return None
+
+
+def _shared_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every default is a constant or a name (the same object in a compiled copy): a list, a dict
+    or a call's result would be a second object, its state apart from the original's."""
+    def same(e: ast.expr) -> bool:
+        if isinstance(e, ast.Tuple):
+            return all(same(x) for x in e.elts)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.operand, ast.Constant)
+        return isinstance(e, (ast.Constant, ast.Name, ast.Attribute))
+    return all(same(d) for d in [*fn.args.defaults, *fn.args.kw_defaults] if d is not None)
+
+
+def _defs(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions a module or class body defines and binds nothing else to."""
+    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}:
+                defs.pop(name, None)
+    return defs
+
+
+def callees(t: Target, limit: int = 6) -> list[tuple[str, str]]:
+    """The module's functions the target calls by name, and (for a method) its class's methods it calls
+    on `self`, following their calls in turn: (the decorator's name for it, its source), at most `limit`,
+    nearest first and in the order the code calls them. Only undecorated defs whose compiled copy behaves
+    as they do; never the target itself."""
+    module = ast.parse(t.source)
+    lines = t.source.splitlines(keepends=True)
+    functions = _defs(module.body)
+    owner = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == t.qualname.split(".")[0]), None)
+    methods = _defs(owner.body) if owner is not None and "." in t.qualname else {}
+    rebound = _rebound(module)
+    found: dict[str, str] = {}
+    own = ("self." if methods else "") + t.qualname.rpartition(".")[2]
+    queue: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]] = [(_function(t), bool(methods))]
+    while queue and len(found) < limit:
+        fn, in_class = queue.pop(0)
+        me = fn.args.args[0].arg if in_class and fn.args.args else None
+        for call in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
+            f = call.func
+            name, node = (f.id, functions.get(f.id)) if isinstance(f, ast.Name) else (
+                (f"self.{f.attr}", methods.get(f.attr)) if isinstance(f, ast.Attribute) and me is not None
+                and isinstance(f.value, ast.Name) and f.value.id == me else ("", None))
+            if node is None or name in found or name == own or node.decorator_list or not _shared_defaults(node) \
+                    or _not_compiled(node, rebound) or len(found) >= limit:
+                continue
+            found[name] = "".join(lines[node.lineno - 1:node.end_lineno])
+            queue.append((node, name.startswith("self.")))
+    return list(found.items())
 
 
 class CythonProposer(Proposer):
@@ -261,37 +363,50 @@ class CythonProposer(Proposer):
         if ctx.round != 1 or self.skip(ctx):
             return []
         t = ctx.target
-        variants: list[dict[str, str]] = [{}]
         manifest = t.inputs.manifest
         typed = argument_types(_function(t), ctx.inputs, "." in t.qualname,
                                [s.signature for s in manifest.signatures] if manifest is not None else None)
-        if typed:
-            variants.append(typed)
+        calls = callees(t)
+        # Unchanged, typed, and unchanged with the functions it calls compiled beside it.
+        variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, []), (typed, []), ({}, calls)]
+        variants = [v for i, v in enumerate(variants) if i == 0 or v[0] or v[1]]
         out, errors = [], []
-        for types in variants:
-            error = cython_error(t, types)
+        for types, with_calls in variants:
+            error = cython_error(t, types, with_calls)
             if error:
                 errors.append(error)
                 continue
-            out.append(Proposal(code=candidate(t, types), origin="builtin:cython", trusted=True,
-                                approach="compiled with Cython" + (
-                                    " with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
-                                + "; needs Cython and a C compiler where it runs (plain Python without them)"))
+            out.append(Proposal(code=candidate(t, types, [name for name, _ in with_calls]),
+                                origin="builtin:cython", trusted=True, approach=_approach(types, with_calls)))
         if not out:
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
 
 
-def candidate(t: Target, types: dict[str, str]) -> str:
+def _approach(types: dict[str, str], calls: list[tuple[str, str]]) -> str:
+    said = "compiled with Cython" + (" with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
+    functions = [name for name, _ in calls if not name.startswith("self.")]
+    methods = [name for name, _ in calls if name.startswith("self.")]
+    if functions:
+        said += f", with compiled copies of the functions it calls ({', '.join(functions)}) for its own calls"
+    if methods:
+        said += f", {'and ' if functions else 'with '}the methods it calls ({', '.join(methods)}) compiled in their class"
+    return said + "; needs Cython and a C compiler where it runs (plain Python without them)"
+
+
+def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) -> str:
     """The helper class, then the target's own source with the decorator above its def."""
     source = textwrap.dedent(t.function_source)
-    args = ", ".join(f"{k}={v!r}" for k, v in sorted(types.items()))
+    args = ", ".join([*(repr(c) for c in calls or []), *(f"{k}={v!r}" for k, v in sorted(types.items()))])
     return f"{HELPER}\n\n@_RedlineCython({args})\n{source}"
 
 
-def cython_error(t: Target, types: dict[str, str]) -> str | None:
+def cython_error(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> str | None:
     """Cython's first error on the source the decorator would compile, or None where it compiles."""
-    source = _helper().source(t.function_source, t.qualname, types)
+    calls = calls or []
+    source = _helper().source(t.function_source, t.qualname, types,
+                              [text for name, text in calls if not name.startswith("self.")],
+                              [text for name, text in calls if name.startswith("self.")])
     with tempfile.TemporaryDirectory(prefix="redline-cython-") as tmp:
         py = os.path.join(tmp, "_redline_check.py")
         with open(py, "w") as fh:

@@ -1,5 +1,5 @@
-"""Plain Python that Cython speeds up unchanged: a character loop over dict lookups, and a method
-that keeps private (name-mangled) state."""
+"""Plain Python that Cython speeds up unchanged: a character loop over dict lookups (in the function, or
+in a module function it calls), and a method that keeps private (name-mangled) state."""
 
 import random
 
@@ -13,6 +13,32 @@ def score(words):
         for ch in w:
             total += WEIGHTS.get(ch, 1) * 31 % 7
     return total
+
+
+def weigh(ch):
+    return WEIGHTS.get(ch, 1) * 31 % 7
+
+
+def checksum(words):
+    """score, its letter's weight a function of the module."""
+    total = 0
+    for w in words:
+        for ch in w:
+            total += weigh(ch)
+    return total
+
+
+class Marked(str):
+    """A str subclass, as markup libraries pass (markdown's AtomicString)."""
+
+
+def vowels(text: str) -> int:
+    """Annotated str, called with a subclass of str."""
+    count = 0
+    for ch in text:
+        if ch in "aeiou":
+            count += 1
+    return count
 
 
 def scaled(x, factor):
@@ -59,6 +85,11 @@ def make_split_inputs(seed):
 def make_emit_inputs(seed):
     rnd = random.Random(seed)
     return Tokeniser(), [], [rnd.choice("abc") for _ in range(rnd.randint(1, 9))]
+
+
+def make_vowels_inputs(seed):
+    rnd = random.Random(seed)
+    return (Marked("".join(rnd.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(20000))),)
 
 
 def make_scaled_inputs(seed):
