@@ -1,6 +1,7 @@
 """Parse and reformat SQL statements with sqlparse (token trees whose nodes hold their parents)."""
 import random
 import sys
+import zlib
 
 import sqlparse
 
@@ -13,4 +14,4 @@ for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 150):
            f"where {rng.choice(cols)} > {rng.randint(1, 999)} and status in ('a', 'b') order by {rng.choice(cols)} desc")
     parsed = sqlparse.parse(sql)[0]
     out = sqlparse.format(sql, reindent=True, keyword_case="upper")
-    print(i, len(parsed.tokens), len(out))
+    print(i, len(parsed.tokens), zlib.crc32(str(parsed).encode()), zlib.crc32(out.encode()))

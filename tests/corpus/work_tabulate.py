@@ -1,6 +1,7 @@
 """Format tables with tabulate (column typing, alignment and padding of mixed values)."""
 import random
 import sys
+import zlib
 
 from tabulate import tabulate
 
@@ -10,4 +11,4 @@ for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 120):
             for _ in range(rng.randint(10, 60))]
     out = tabulate(rows, headers=["name", "count", "value", "flag"], tablefmt=rng.choice(["grid", "github", "simple"]),
                    floatfmt=".2f")
-    print(i, len(out))
+    print(i, len(out), zlib.crc32(out.encode()))

@@ -6,14 +6,21 @@ Run: .venv/bin/python tests/perf/bench_plain_python.py [--top N] [--scale X] [--
 For each library of the corpus (tests/corpus): its sources copied into a scratch workspace, its
 workload profiled with py-spy, the N hottest functions of its own code captured with the defaults, and
 each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython` on its captured calls.
-Prints per target each candidate's approach, verdict and speedup, and the winner; then a summary:
-targets with a verified winner, its median speedup, and candidates per verdict.
+Then the library's winners are written into a copy of the workspace (as accepting them in the editor
+writes them) and the workload runs plain and with them, alternating three times: its printed output
+compared byte for byte, its median wall time as a ratio (Cython's builds done in a first run, not timed).
+Prints per target each candidate's approach, verdict and speedup, and the winner; per library the
+workload's figures; then a summary: targets with a verified winner, their median and geometric mean
+speedup, candidates per verdict, and the workloads whose output the winners changed.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +28,40 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "corpus"))
-from corpus import bench_arguments, captured, libraries, redline
+from corpus import Library, bench_arguments, captured, libraries, redline
+from redline.evaluator.target import Target, apply_candidate, locate
+
+
+def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale: float, cache: Path) -> str:
+    """The workload plain and with `winners` ((target, code)) written into a copy of `work`: whether its
+    output is the same, and its median wall time each way (three alternating runs after a first one)."""
+    applied = work.parent / (work.name + "-applied")
+    shutil.copytree(work, applied, ignore=shutil.ignore_patterns(".redline", "__pycache__"))
+    for spec, code in winners:
+        loc = locate(str(applied / spec))
+        target = Target(loc.file, loc.qualname, loc.fn, loc.source, applied, None)  # type: ignore[arg-type]
+        target.file.write_text(apply_candidate(target, code))
+    n = str(max(1, int(lib.scale * scale)))
+    env = {**os.environ, "REDLINE_CYTHON_CACHE": str(cache)}
+
+    def run(where: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "work.py", n], cwd=where, env=env, capture_output=True, text=True)
+        return time.perf_counter() - t, done
+
+    first = run(applied)[1]  # builds what the winners compile
+    fell_back = "runs as plain Python" in first.stderr
+    times: dict[Path, list[float]] = {work: [], applied: []}
+    outputs: dict[Path, str] = {}
+    for _ in range(3):
+        for where in (work, applied):
+            took, done = run(where)
+            times[where].append(took)
+            outputs[where] = done.stdout if done.returncode == 0 else f"exit {done.returncode}: {done.stderr[-300:]}"
+    plain, fast = statistics.median(times[work]), statistics.median(times[applied])
+    same = "outputs identical" if outputs[work] == outputs[applied] else "OUTPUTS DIFFER"
+    return (f"workload with {len(winners)} winner(s) applied: {same}, {plain:.2f} s -> {fast:.2f} s "
+            f"({plain / fast:.2f}x)" + ("; a compiled winner fell back to plain Python" if fell_back else ""))
 
 
 def main() -> None:
@@ -34,9 +74,11 @@ def main() -> None:
     verdicts: Counter[str] = Counter()
     targets = 0
     wins: list[tuple[str, float, str]] = []
+    changed: list[str] = []
     for lib in chosen:
         work, result, manifests = captured(lib, root / lib.name, args.top, args.scale)
         print(f"{lib.name}:" + (f"  ERROR {result.error}" if result.error else ""), flush=True)
+        winners: list[tuple[str, str]] = []
         for manifest in manifests:
             target = json.loads(manifest.read_text())["target"]
             report = root / "reports" / f"{lib.name}-{manifest.parent.name}.json"
@@ -66,12 +108,22 @@ def main() -> None:
                 if c["status"] not in ("ok", "not_faster"):
                     print(f"      {c['reason'][:300]}")
             if winner:
-                approach = next(c["approach"] for c in doc["candidates"] if c["id"] == winner["id"])
-                wins.append((target, winner["speedup"], approach))
-    median = statistics.median(w[1] for w in wins) if wins else 0.0
+                won = next(c for c in doc["candidates"] if c["id"] == winner["id"])
+                wins.append((target, winner["speedup"], won["approach"]))
+                winners.append((str(Path(doc["target"]["file"]).relative_to(work)) + "::" + doc["target"]["function"],
+                                won["code"]))
+        if winners:
+            line = with_winners(lib, work, winners, args.scale, root / "cython-cache")
+            print(f"  {line}", flush=True)
+            if "DIFFER" in line:
+                changed.append(lib.name)
+    speedups = [w[1] for w in wins]
     print(f"summary: {len(chosen)} libraries, {targets} targets optimised, {len(wins)} with a verified winner "
-          f"(median {median:.2f}x, best {max((w[1] for w in wins), default=0):.2f}); candidates "
-          + ", ".join(f"{v} {k}" for k, v in verdicts.most_common()) + f"; {time.perf_counter() - started:.0f} s")
+          f"(median {statistics.median(speedups) if wins else 0:.2f}x, geomean "
+          f"{statistics.geometric_mean(speedups) if wins else 0:.2f}x, best {max(speedups, default=0):.2f}x); "
+          "candidates " + ", ".join(f"{v} {k}" for k, v in verdicts.most_common())
+          + f"; workloads whose output the winners changed: {', '.join(changed) or 'none'}"
+          + f"; {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
