@@ -268,15 +268,17 @@ def apply_candidate(target: Target, code: str) -> str:
     the candidate defines (helpers, constants, kernels) goes to module level just above the class's
     top-level statement: where the evaluator ran it, in the candidate's module namespace, which is
     what the method's bare names refer to. `from __future__` imports go to the top of the module. A
-    definition of a name the module already defines is dropped where it is the file's own, copied, and
-    is an EditError where it differs; so is a result that does not compile: nothing is offered or
+    definition of a name the module already defines is dropped where it is the file's own, copied (the
+    file's moves up with the target where it stood below it), and is an EditError where it differs; so is a result that does not compile: nothing is offered or
     written that would not behave as it did when verified."""
     lines = target.source.splitlines(keepends=True)
     start, end = target.fn.line - 1, target.fn.end_line
     first = lines[start]
     indent = first[:len(first) - len(first.lstrip())]
     module = ast.parse(target.source)
-    futures, imports, body, helpers = _placed(target, module, code)
+    futures, imports, body, helpers, moved = _placed(target, module, code)
+    for a, b in sorted(moved, reverse=True):  # below everything else this edit touches
+        lines = [*lines[:a], *lines[b:]]
     # Definitions are set apart as PEP 8 asks: two blank lines at module level, one inside a class.
     replacement = ("\n\n" if indent else "\n\n\n").join(b.rstrip("\n") for b in body) + "\n"
     if indent:
@@ -301,23 +303,38 @@ def apply_candidate(target: Target, code: str) -> str:
     return text
 
 
-def _placed(target: Target, module: ast.Module, code: str) -> tuple[list[str], list[str], list[str], list[str]]:
+def _placed(target: Target, module: ast.Module,
+            code: str) -> tuple[list[str], list[str], list[str], list[str], list[tuple[int, int]]]:
     """The candidate's top-level statements by where apply_candidate puts them: `from __future__` imports,
-    other new imports, what replaces the target, and (for a method) what goes to module level."""
+    other new imports, what replaces the target, and (for a method) what goes to module level; and the
+    line ranges of the file's own copies of them that lie below the target, which move up with it."""
     futures: list[str] = []
     imports: list[str] = []
     body: list[str] = []
     helpers: list[str] = []
+    moved: list[tuple[int, int]] = []
+    lines = target.source.splitlines(keepends=True)
+    top = _top_level_start(module, target.fn.line)
     method = target.qualname.rsplit(".", 1)[-1] if "." in target.qualname else None
     name = method or target.qualname
     taken = {n for node in module.body for n in _bound(node)} - ({name} if method is None else set())
     code_lines = code.splitlines(keepends=True)
-    for node in ast.parse(code).body:
+    tree = ast.parse(code)
+    early = {n.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+             for e in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults] if e is not None
+             for n in ast.walk(e) if isinstance(n, ast.Name)}  # what the def reads when the module runs it
+    for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
         is_target = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
         clash = [] if is_target else sorted(_bound(node) & taken)
         if clash and seg.strip() in target.source:
-            continue  # the file's own definition, copied: it stays where it is
+            own = _own_copy(module, lines, seg) if set(clash) & early else None
+            if own is None or own[0] < top:
+                continue  # the file's own definition, copied: it stays where it is
+            # Below the target, whose decorators or defaults read it when the module is imported (a second
+            # compiled winner above the first): it moves up with the target.
+            moved.append(own)
+            clash = []
         if clash:
             # The evaluator ran the candidate's version for the target alone; written in, it would replace
             # the file's for every caller in the module, which nothing verified.
@@ -331,7 +348,20 @@ def _placed(target: Target, module: ast.Module, code: str) -> tuple[list[str], l
             body.append(seg)
         else:
             helpers.append(seg)
-    return futures, imports, body, helpers
+    return futures, imports, body, helpers, moved
+
+
+def _own_copy(module: ast.Module, lines: list[str], seg: str) -> tuple[int, int] | None:
+    """The line range (0-based, end exclusive, with the blank lines after it) of the module-level statement
+    whose text is `seg`."""
+    for node in module.body:
+        start = _top_level_start(module, node.lineno)
+        end = node.end_lineno or node.lineno
+        if "".join(lines[start:end]).strip() == seg.strip():
+            while end < len(lines) and not lines[end].strip():
+                end += 1
+            return start, end
+    return None
 
 
 def _bound(node: ast.stmt) -> set[str]:

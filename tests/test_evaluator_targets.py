@@ -661,3 +661,28 @@ def test_calls_first_seen_are_calls_no_side_has_run_even_where_the_program_repea
         assert sorted({*warm, *fresh} - same) == [3, 4, 5, 6] and len(fresh) == len(set(fresh))
         assert not (same & set(warm) and same & set(fresh)), (warm, fresh)  # never on both sides
         assert len(same & set(fresh)) <= 1  # timed once at most
+
+
+def test_a_second_winner_above_the_first_gets_the_helper_its_decorator_needs(tmp_path: Path) -> None:
+    """Two winners that share a decorator helper (as Cython's do), the second one above the first in the
+    file: the file's copy of the helper, which the first put above itself, moves up with the second, so
+    that the module still imports."""
+    from redline.evaluator.target import apply_candidate, locate
+
+    helper = "class _Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n    def __call__(self, x):\n" \
+             "        return self.fn(x)\n"
+    write(tmp_path / "m.py", "def a(x):\n    return x + 1\n\n\ndef keep():\n    return 0\n\n\ndef b(x):\n    return x + 2\n")
+
+    def accept(qualname: str, body: str) -> None:
+        loc = locate(f"{tmp_path / 'm.py'}::{qualname}")
+        target = Target(loc.file, loc.qualname, loc.fn, loc.source, tmp_path, None)  # type: ignore[arg-type]
+        (tmp_path / "m.py").write_text(apply_candidate(target, f"{helper}\n\n@_Twice\n{body}"))
+
+    accept("b", "def b(x):\n    return x + 2\n")
+    accept("a", "def a(x):\n    return x + 1\n")
+    text = (tmp_path / "m.py").read_text()
+    assert text.count("class _Twice:") == 1 and text.index("class _Twice:") < text.index("def a(") < text.index("def b(")
+    assert "\n\n\n\n" not in text
+    run = subprocess.run([sys.executable, "-c", "import m; print(m.a(1), m.b(1), m.keep())"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.stdout.split() == ["2", "3", "0"], run.stderr

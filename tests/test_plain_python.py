@@ -236,6 +236,17 @@ def test_a_function_compiled_with_cython_is_verified_and_the_edit_compiles_it_wh
                           "print(type(m.score.compiled).__name__)")
     original = load(WORKLOADS / "plain_checksum.py")
     assert printed.split() == [str(original.score(*original.make_inputs(3))), "cython_function_or_method"]
+    # Found again in the cache without reading the source; edited, the function is built anew, never the
+    # old build run for the new source.
+    applied = tmp_path / "applied" / "plain_checksum.py"
+    assert len(list((tmp_path / "cache" / "index").iterdir())) == 1
+    applied.write_text(applied.read_text().replace("* 31 % 7", "* 31 % 5"))
+    edited = subprocess.run([sys.executable, "-c", "import plain_checksum as m\nprint(m.score(*m.make_inputs(3)))"],
+                            cwd=applied.parent, env={**os.environ, "REDLINE_CYTHON_CACHE": str(tmp_path / "cache")},
+                            capture_output=True, text=True)
+    expected = sum(original.WEIGHTS.get(ch, 1) * 31 % 5 for w in original.make_inputs(3)[0] for ch in w)
+    assert edited.stdout.split() == [str(expected)], edited.stderr[-2000:]
+    assert len(list((tmp_path / "cache").glob("_redline_cy_score_*"))) == 2
 
 
 @pytest.mark.slow

@@ -108,19 +108,17 @@ class _RedlineCython:
         return found
 
     @staticmethod
-    def build(source, stem, cache):
-        """The extension module built from `source` (cached by its name); its path."""
+    def build(source, so):
+        """Build the extension module `so` from `source` with Cython and the C compiler."""
         import os
         import subprocess
         import sys
         import sysconfig
         import tempfile
-        so = os.path.join(cache, stem + sysconfig.get_config_var("EXT_SUFFIX"))
-        if os.path.exists(so):
-            return so
+        cache, name = os.path.split(so)
         os.makedirs(cache, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            py = os.path.join(tmp, stem + ".py")
+            py = os.path.join(tmp, name.split(".")[0] + ".py")
             with open(py, "w") as fh:
                 fh.write(source)
             subprocess.run([sys.executable, "-c", _RedlineCython.CYTHON, py], check=True, capture_output=True)
@@ -129,28 +127,54 @@ class _RedlineCython:
             subprocess.run([*cc, "-shared", "-fPIC", "-O2", "-I" + sysconfig.get_paths()["include"], py[:-3] + ".c",
                             "-o", out], check=True, capture_output=True)
             os.replace(out, so)
+
+    def built(self, fn, called, cache):
+        """The extension module's path. Found, as Python finds a module's bytecode, by its file's size and
+        modification time, without reading the source; where they changed, by the source it compiles,
+        built where no build of that source exists."""
+        import hashlib
+        import os
+        import sys
+        from importlib.machinery import EXTENSION_SUFFIXES
+        st = os.stat(fn.__code__.co_filename)
+        key = (fn.__code__.co_filename, st.st_mtime_ns, st.st_size, fn.__qualname__, sorted(self.types.items()),
+               [name for name, _, _ in called], sys.version, self.CYTHON)
+        index = os.path.join(cache, "index", hashlib.sha256(repr(key).encode()).hexdigest()[:32])
+        try:
+            with open(index) as fh:
+                so = os.path.join(cache, fh.read())
+            if os.path.exists(so):
+                return so
+        except OSError:
+            pass
+        import inspect
+        source = self.source(inspect.getsource(fn), fn.__qualname__, self.types,
+                             [inspect.getsource(f) for _, f, method in called if not method],
+                             [inspect.getsource(f) for _, f, method in called if method])
+        stem = f"_redline_cy_{fn.__name__.strip('_')}_" + hashlib.sha256(
+            (source + sys.version + self.CYTHON).encode()).hexdigest()[:16]
+        so = os.path.join(cache, stem + EXTENSION_SUFFIXES[0])
+        if not os.path.exists(so):
+            self.build(source, so)
+        os.makedirs(os.path.dirname(index), exist_ok=True)
+        with open(index + f".{os.getpid()}", "w") as fh:
+            fh.write(os.path.basename(so))
+        os.replace(index + f".{os.getpid()}", index)
         return so
 
     def load(self):
-        import hashlib
         import importlib.util
-        import inspect
         import os
-        import sys
         import warnings
         fn = self.fn
         try:
             owner = fn.__qualname__.rpartition(".")[0]
             cls = fn.__globals__[owner] if owner else None
             called = self.called(fn, cls)
-            source = self.source(inspect.getsource(fn), fn.__qualname__, self.types,
-                                 [inspect.getsource(f) for _, f, method in called if not method],
-                                 [inspect.getsource(f) for _, f, method in called if method])
-            stem = f"_redline_cy_{fn.__name__.strip('_')}_" + hashlib.sha256(
-                (source + sys.version).encode()).hexdigest()[:16]
             cache = os.environ.get("REDLINE_CYTHON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                               "redline-cython")
-            spec = importlib.util.spec_from_file_location(stem, self.build(source, stem, cache))
+            so = self.built(fn, called, cache)
+            spec = importlib.util.spec_from_file_location(os.path.basename(so).split(".")[0], so)
             module = importlib.util.module_from_spec(spec)
             module.__dict__.update({k: v for k, v in fn.__globals__.items() if not k.startswith("__")})
             spec.loader.exec_module(module)
