@@ -269,7 +269,8 @@ def apply_candidate(target: Target, code: str) -> str:
     top-level statement: where the evaluator ran it, in the candidate's module namespace, which is
     what the method's bare names refer to. `from __future__` imports go to the top of the module. A
     definition of a name the module already defines is dropped where it is the file's own, copied (the
-    file's moves up with the target where it stood below it), and is an EditError where it differs; so is a result that does not compile: nothing is offered or
+    file's moves up with the target where it stood below it and the target's decorators read it), and
+    is an EditError where it differs; so is a result that does not compile: nothing is offered or
     written that would not behave as it did when verified."""
     lines = target.source.splitlines(keepends=True)
     start, end = target.fn.line - 1, target.fn.end_line
@@ -320,9 +321,7 @@ def _placed(target: Target, module: ast.Module,
     taken = {n for node in module.body for n in _bound(node)} - ({name} if method is None else set())
     code_lines = code.splitlines(keepends=True)
     tree = ast.parse(code)
-    early = {n.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
-             for e in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults] if e is not None
-             for n in ast.walk(e) if isinstance(n, ast.Name)}  # what the def reads when the module runs it
+    early = _read_when_defined(tree, name)
     for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
         is_target = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
@@ -349,6 +348,16 @@ def _placed(target: Target, module: ast.Module,
         else:
             helpers.append(seg)
     return futures, imports, body, helpers, moved
+
+
+def _read_when_defined(tree: ast.Module, name: str) -> set[str]:
+    """The names the def of `name` reads when the module runs it: in its decorators and defaults."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            for e in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+                found |= {n.id for n in ast.walk(e) if isinstance(n, ast.Name)} if e is not None else set()
+    return found
 
 
 def _own_copy(module: ast.Module, lines: list[str], seg: str) -> tuple[int, int] | None:

@@ -8,7 +8,8 @@ workload profiled with py-spy, the N hottest functions of its own code captured 
 each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython` on its captured calls.
 Then the library's winners are written into a copy of the workspace (as accepting them in the editor
 writes them) and the workload runs plain and with them, alternating three times: its printed output
-compared byte for byte, its median wall time as a ratio (Cython's builds done in a first run, not timed).
+compared byte for byte, its median wall time as a ratio (bytecode written and Cython's builds done in a
+first run, not timed).
 Prints per target each candidate's approach, verdict and speedup, and the winner; per library the
 workload's figures; then a summary: targets with a verified winner, their median and geometric mean
 speedup, candidates per verdict, and the workloads whose output the winners changed.
@@ -42,14 +43,17 @@ def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale
         target = Target(loc.file, loc.qualname, loc.fn, loc.source, applied, None)  # type: ignore[arg-type]
         target.file.write_text(apply_candidate(target, code))
     n = str(max(1, int(lib.scale * scale)))
-    env = {**os.environ, "REDLINE_CYTHON_CACHE": str(cache)}
+    # Both sides with their bytecode cached, as an installed program runs (this machine's environment
+    # sets PYTHONDONTWRITEBYTECODE, which would compile every module on every run).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"REDLINE_CYTHON_CACHE": str(cache)}
 
     def run(where: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
         t = time.perf_counter()
         done = subprocess.run([sys.executable, "work.py", n], cwd=where, env=env, capture_output=True, text=True)
         return time.perf_counter() - t, done
 
-    first = run(applied)[1]  # builds what the winners compile
+    run(work)  # writes its bytecode
+    first = run(applied)[1]  # and builds what the winners compile
     fell_back = "runs as plain Python" in first.stderr
     times: dict[Path, list[float]] = {work: [], applied: []}
     outputs: dict[Path, str] = {}
