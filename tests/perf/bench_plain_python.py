@@ -7,7 +7,7 @@ For each library of the corpus (tests/corpus): its sources copied into a scratch
 workload profiled with py-spy, the N hottest functions of its own code captured with the defaults, and
 each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython` on its captured calls.
 Then the library's winners are written into a copy of the workspace (as accepting them in the editor
-writes them) and the workload runs plain and with them, alternating three times: its printed output
+writes them) and the workload runs plain and with them, alternating five times: its printed output
 compared byte for byte, its median wall time as a ratio (bytecode written and Cython's builds done in a
 first run, not timed).
 Prints per target each candidate's approach, verdict and speedup, and the winner; per library the
@@ -35,7 +35,7 @@ from redline.evaluator.target import Target, apply_candidate, locate
 
 def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale: float, cache: Path) -> str:
     """The workload plain and with `winners` ((target, code)) written into a copy of `work`: whether its
-    output is the same, and its median wall time each way (three alternating runs after a first one)."""
+    output is the same, and its median wall time each way (five alternating runs after a first one)."""
     applied = work.parent / (work.name + "-applied")
     shutil.copytree(work, applied, ignore=shutil.ignore_patterns(".redline", "__pycache__"))
     for spec, code in winners:
@@ -57,7 +57,7 @@ def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale
     fell_back = "runs as plain Python" in first.stderr
     times: dict[Path, list[float]] = {work: [], applied: []}
     outputs: dict[Path, str] = {}
-    for _ in range(3):
+    for _ in range(5):
         for where in (work, applied):
             took, done = run(where)
             times[where].append(took)
