@@ -261,7 +261,8 @@ def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0,
     (the workspace, a Result with the timings or the error, each captured target's manifest). With
     `repeats`, the plain run, the capture and the capture of an empty program (redline's own start:
     the profile read, the targets found, the recorder started, the stores written) alternate that
-    many times and each figure is their median; the stores are the last capture's."""
+    many times and each figure is their median (none with `repeats=0`: captured once, untimed); the
+    stores are the last capture's."""
     work = workspace(lib, root)
     n = str(max(1, int(lib.scale * scale)))
     out = Result(lib.name)
@@ -270,20 +271,22 @@ def captured(lib: Library, root: Path, top: int = 3, scale: float = 1.0,
         out.error = f"profile: {prof.stderr.strip().splitlines()[-1:]}"
         return work, out, []
     plain, start, whole = [], [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
-        plain.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        redline("capture", "--top", str(top), "--", sys.executable, "-c", "pass", cwd=work)
-        start.append(time.perf_counter() - t)
+    for _ in range(max(1, repeats)):
+        if repeats:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, check=True)
+            plain.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            redline("capture", "--top", str(top), "--", sys.executable, "-c", "pass", cwd=work)
+            start.append(time.perf_counter() - t)
         t = time.perf_counter()
         cap = redline("capture", "--top", str(top), cwd=work)
         whole.append(time.perf_counter() - t)
         if cap.returncode != 0:
             out.error = f"capture: {cap.stderr.strip().splitlines()[-1:]}"
             return work, out, []
-    out.plain_s, out.start_s, out.capture_s = (statistics.median(x) for x in (plain, start, whole))
+    if repeats:
+        out.plain_s, out.start_s, out.capture_s = (statistics.median(x) for x in (plain, start, whole))
     return work, out, sorted((work / ".redline" / "inputs").glob("*/manifest.json"))
 
 

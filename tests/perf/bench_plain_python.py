@@ -80,7 +80,7 @@ def main() -> None:
     wins: list[tuple[str, float, str]] = []
     changed: list[str] = []
     for lib in chosen:
-        work, result, manifests = captured(lib, root / lib.name, args.top, args.scale)
+        work, result, manifests = captured(lib, root / lib.name, args.top, args.scale, repeats=0)
         print(f"{lib.name}:" + (f"  ERROR {result.error}" if result.error else ""), flush=True)
         winners: list[tuple[str, str]] = []
         for manifest in manifests:
