@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "corpus"))
 from corpus import Library, bench_arguments, captured, libraries, redline
-from redline.evaluator.target import Target, apply_candidate, locate
+from redline.evaluator.target import Target, TargetError, apply_candidate, locate
 
 
 def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale: float, cache: Path) -> str:
@@ -41,7 +41,10 @@ def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale
     for spec, code in winners:
         loc = locate(str(applied / spec))
         target = Target(loc.file, loc.qualname, loc.fn, loc.source, applied, None)  # type: ignore[arg-type]
-        target.file.write_text(apply_candidate(target, code))
+        try:
+            target.file.write_text(apply_candidate(target, code))
+        except TargetError as exc:
+            return f"workload not run: the winner for {spec} cannot be written in ({exc})"
     n = str(max(1, int(lib.scale * scale)))
     # Both sides with their bytecode cached, as an installed program runs (this machine's environment
     # sets PYTHONDONTWRITEBYTECODE, which would compile every module on every run).
@@ -119,14 +122,14 @@ def main() -> None:
         if winners:
             line = with_winners(lib, work, winners, args.scale, root / "cython-cache")
             print(f"  {line}", flush=True)
-            if "DIFFER" in line:
+            if "DIFFER" in line or "not run" in line:
                 changed.append(lib.name)
     speedups = [w[1] for w in wins]
     print(f"summary: {len(chosen)} libraries, {targets} targets optimised, {len(wins)} with a verified winner "
           f"(median {statistics.median(speedups) if wins else 0:.2f}x, geomean "
           f"{statistics.geometric_mean(speedups) if wins else 0:.2f}x, best {max(speedups, default=0):.2f}x); "
           "candidates " + ", ".join(f"{v} {k}" for k, v in verdicts.most_common())
-          + f"; workloads whose output the winners changed: {', '.join(changed) or 'none'}"
+          + f"; workloads whose output the winners changed or that could not take them: {', '.join(changed) or 'none'}"
           + f"; {time.perf_counter() - started:.0f} s")
 
 
