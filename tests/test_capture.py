@@ -471,3 +471,15 @@ def test_the_scan_for_secret_names_misses_none() -> None:
         assert not rec._may_hold_secret(pickle.dumps({n: n for n in plain}))
     finally:
         rec.redact([])
+
+
+def test_calls_the_snapshot_budget_cut_are_reported_only_where_the_store_did_not_fill() -> None:
+    """A store that filled later has nothing missing to explain; one that did not says why."""
+    from redline.evaluator.inputs.recorder import _redline_capture as capture
+
+    rec = capture.Recorder("f.py::f", "f", 4, 1 << 20)
+    rec.cut = 3
+    (why, n), = rec.dump()["dropped"].items()
+    assert n == 3 and why.startswith("its snapshots had cost its share of the program's time")
+    rec.filled = 4
+    assert rec.dump()["dropped"] == {}

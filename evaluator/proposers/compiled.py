@@ -370,7 +370,8 @@ def callees(t: Target, limit: int = 6) -> list[tuple[str, str]]:
 
 
 class CythonProposer(Proposer):
-    """The target compiled with Cython: unchanged, then with its arguments' types from the first call."""
+    """The target compiled with Cython: unchanged, with its arguments' types from the captured calls, and
+    with the functions it calls (callees) compiled beside it."""
 
     name = "cython"
 
@@ -391,9 +392,11 @@ class CythonProposer(Proposer):
         typed = argument_types(_function(t), ctx.inputs, "." in t.qualname,
                                [s.signature for s in manifest.signatures] if manifest is not None else None)
         calls = callees(t)
-        # Unchanged, typed, and unchanged with the functions it calls compiled beside it.
-        variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, []), (typed, []), ({}, calls)]
-        variants = [v for i, v in enumerate(variants) if i == 0 or v[0] or v[1]]
+        variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, [])]
+        if typed:
+            variants.append((typed, []))
+        if calls:
+            variants.append(({}, calls))
         out, errors = [], []
         for types, with_calls in variants:
             error = cython_error(t, types, with_calls)
@@ -409,13 +412,17 @@ class CythonProposer(Proposer):
 
 def _approach(types: dict[str, str], calls: list[tuple[str, str]]) -> str:
     said = "compiled with Cython" + (" with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
-    functions = [name for name, _ in calls if not name.startswith("self.")]
-    methods = [name for name, _ in calls if name.startswith("self.")]
+    functions, methods = ([name for name, _ in part] for part in _split(calls))
     if functions:
         said += f", with compiled copies of the functions it calls ({', '.join(functions)}) for its own calls"
     if methods:
         said += f", {'and ' if functions else 'with '}the methods it calls ({', '.join(methods)}) compiled in their class"
     return said + "; needs Cython and a C compiler where it runs (plain Python without them)"
+
+
+def _split(calls: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Callees ((name, source) pairs, see callees) as the module's functions and the class's methods."""
+    return [c for c in calls if not c[0].startswith("self.")], [c for c in calls if c[0].startswith("self.")]
 
 
 def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) -> str:
@@ -427,10 +434,9 @@ def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) 
 
 def cython_error(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> str | None:
     """Cython's first error on the source the decorator would compile, or None where it compiles."""
-    calls = calls or []
-    source = _helper().source(t.function_source, t.qualname, types,
-                              [text for name, text in calls if not name.startswith("self.")],
-                              [text for name, text in calls if name.startswith("self.")])
+    functions, methods = _split(calls or [])
+    source = _helper().source(t.function_source, t.qualname, types, [text for _, text in functions],
+                              [text for _, text in methods])
     with tempfile.TemporaryDirectory(prefix="redline-cython-") as tmp:
         py = os.path.join(tmp, "_redline_check.py")
         with open(py, "w") as fh:

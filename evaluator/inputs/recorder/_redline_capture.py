@@ -143,6 +143,7 @@ class Recorder:
         self.filled = 0  # calls kept in a slot of their own (not replacing another)
         self.unrecordable: dict[str, int] = {}  # why a call could not be kept -> calls
         self.dropped: dict[str, int] = {}
+        self.cut = 0  # calls not kept because this target's snapshots had cost their share (_Cost)
         self.countdown = 1  # calls until the next one examined
         self.examined = 0
         self.spent = 0.0  # seconds this process spent snapshotting this target's calls (see _Cost)
@@ -169,7 +170,7 @@ class Recorder:
             # the cost share (rare signatures are what the store is for, while it has room for them).
             if self.filled >= min(self.limit, FREE_FILLS) and (n > stride or len(self.kept) >= self.limit) \
                     and _Cost.over(self, _Cost.GRACE):
-                self._drop(_COST_CUT.format(_Cost.SHARE / max(1, len(_RECORDERS))))
+                self.cut += 1
                 return None
             return n - 1
         if _Cost.over(self):
@@ -210,9 +211,9 @@ class Recorder:
                 text = render(sig)
                 seen[text] = seen.get(text, 0) + n
                 kept.setdefault(text, []).extend(self.kept.get(sig, []))
-            # The budget's cut is worth saying only where the store did not fill (it fills later otherwise).
-            full = self.filled >= self.limit
-            dropped = {why: n for why, n in self.dropped.items() if not (full and why.startswith(_COST_CUT.partition("{")[0]))}
+            dropped = dict(self.dropped)
+            if self.cut and self.filled < self.limit:  # worth saying only where the store did not fill
+                dropped[_COST_CUT.format(_Cost.SHARE / max(1, len(_RECORDERS)))] = self.cut
             return {"key": self.key, "qualname": self.qualname, "module": self.module, "seen": seen, "kept": kept,
                     "examined": self.examined, "unrecordable": dict(self.unrecordable), "dropped": dropped}
 
