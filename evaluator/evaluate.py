@@ -24,7 +24,7 @@ from .gate import Gate, checked, indistinct
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import CandidateResult, EvalSettings, Job, KernelProfile
 from .offered import Offered
-from .protocol import Reproduce, Time
+from .protocol import Locals, Reproduce, Time
 from .sandbox import ExecutionBackend, LocalBackend, WorkerDied, WorkerTimeout, default_python
 from .stages import Stages, decided
 from .target import Target, TargetError, UnsupportedTarget, check_candidate, raw_memory_use
@@ -97,6 +97,7 @@ class Evaluator:
         self.inputs: list[str] = []
         self.hardware = ""
         self.bound = ""  # on CUDA: launch-bound, memory-bound or compute-bound (see bound_of)
+        self.local_types: dict[str, list[str]] = {}  # on the CPU: what the reference's locals held (_locals)
         self.notes: list[str] = []  # what the report should say about how the workers ran
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
@@ -149,6 +150,8 @@ class Evaluator:
             if self.plan.captured:
                 self._reproduce(ch)
             self._self_check(ch)
+            if self.settings.device == "cpu":
+                self.local_types = self._locals(ch)
             if load.gpu is not None:
                 self.bound = self._bound(ch, load.gpu)
         finally:
@@ -163,6 +166,15 @@ class Evaluator:
             return ""
         state = reply.gpu or {}
         return bound_of(state.get("gpu_time_s"), state.get("issue_s"), reply.bytes_moved, gpu.get("copy_bandwidth_Bps"))
+
+    def _locals(self, ch: Channel) -> dict[str, list[str]]:
+        """The types the reference's local variables held on up to eight calls spread over its inputs
+        (for a compiler's declarations); none where the traced calls fail."""
+        keys = self.plan.check_keys(4)
+        try:
+            return ch.ask(Locals(seeds=keys[::max(1, len(keys) // 8)][:8])).types
+        except Rejected:
+            return {}
 
     def _reproduce(self, ch: Channel) -> None:
         """Keep the captured calls whose recorded outcome the reference reproduces in the sandbox; the

@@ -113,6 +113,11 @@ class ReproduceReply(_Reply):
     reproduced: list[Reproduced] = []
 
 
+class LocalsReply(_Reply):
+    op: Literal["locals"]
+    types: dict[str, list[str]] = {}  # each local variable's types, as `module.qualname`
+
+
 class OracleReply(_Reply):
     op: Literal["oracle"]
     oracles: list[Encoded | None] = []
@@ -129,8 +134,8 @@ class EnergyReply(_Reply):
     calls: int = 0  # calls made in the measured window
 
 
-Reply = Annotated[LoadReply | CheckReply | VariantsReply | TimeReply | ReproduceReply | OracleReply | ProfileReply
-                  | EnergyReply, Field(discriminator="op")]
+Reply = Annotated[LoadReply | CheckReply | VariantsReply | TimeReply | ReproduceReply | LocalsReply | OracleReply
+                  | ProfileReply | EnergyReply, Field(discriminator="op")]
 REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
 R = TypeVar("R", bound=_Reply)
 
@@ -171,6 +176,12 @@ class Time(Request[TimeReply]):
 
 class Reproduce(Request[ReproduceReply]):
     op: Literal["reproduce"] = "reproduce"
+
+
+class Locals(Request[LocalsReply]):
+    """The reference on these calls, traced: the types its local variables held (the trusted probe only)."""
+
+    op: Literal["locals"] = "locals"
 
 
 class Oracle(Request[OracleReply]):

@@ -228,7 +228,8 @@ def run_applied(tmp_path: Path, target: Target, code: str, call: str) -> str:
 def test_a_function_compiled_with_cython_is_verified_and_the_edit_compiles_it_where_it_runs(tmp_path: Path) -> None:
     doc, _ = optimise(tmp_path, "plain_checksum.py", "score", "--builtin", "cython", "--budget", "2")
     cands = compiled_candidates(doc)
-    assert [c["approach"].split(";")[0] for c in cands] == ["compiled with Cython", "compiled with Cython with words: list"]
+    assert [c["approach"].split(";")[0] for c in cands] == ["compiled with Cython",
+                                                         "compiled with Cython with ch: str, w: str, words: list"]
     assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
     assert "needs Cython and a C compiler where it runs" in cands[0]["approach"]
     target = locate_target(tmp_path / "work" / "plain_checksum.py", "score")
@@ -397,3 +398,86 @@ def test_typed_arguments_from_captured_signatures_only_where_every_call_agrees()
     assert isinstance(table, ast.FunctionDef)
     assert argument_types(table, [], method=False, signatures=["list[<64], list[<4], str[<16], list[<4], list[<4]"]) \
         == {"rows": "list", "fmt": "str", "widths": "list", "extra": "list"}
+
+
+def test_locals_are_declared_only_as_types_every_call_and_the_code_itself_give_them() -> None:
+    from redline.evaluator.proposers.compiled import local_types
+
+    fn = ast.parse(textwrap.dedent("""
+        def f(rows, x):
+            token = None
+            ratio = 0.5
+            ratio += x
+            share = x / 2
+            scaled = x * 2
+            done = False
+            done = x > 3 and not rows
+            flag = g(x)
+            n = 0
+            first = x[:1]
+            if not first:
+                first = 0
+            for items in rows:
+                pass
+            mixed = node = None
+    """)).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    seen = {"token": ["builtins.NoneType", "builtins.str"], "ratio": ["builtins.float"], "share": ["builtins.float"],
+            "scaled": ["builtins.float"], "done": ["builtins.bool"], "flag": ["builtins.bool"], "n": ["builtins.int"],
+            "first": ["builtins.str"], "items": ["builtins.list"], "mixed": ["builtins.list", "builtins.str"],
+            "node": ["pkg.Node"]}
+    # scaled is a float on every call, but `x * 2` is an int where x is: a C double would make it 2.0.
+    # flag is a bool on every call, but the code assigns it a call's result (a C truth value would turn
+    # any other value into True or False). first is a str on every call, but 0 on a path none took.
+    assert local_types(fn, seen) == {"token": "str", "ratio": "double", "share": "double", "done": "bint",
+                                     "items": "list"}
+
+
+def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> None:
+    from redline.evaluator.sandbox.redline_worker import ops
+
+    def traced(a, *rest, k=1):
+        token = None
+        for c in a:
+            token = (token or "") + c
+        n = len(token or "")
+
+        def inner() -> int:
+            return n
+        return inner()
+
+    class Subject:
+        original = traced
+
+        def inputs(self, index: int) -> tuple[tuple, dict, object]:
+            return (["ab", ""][index],), {}, traced
+
+    # Parameters and the variable the inner function shares are not the function's own locals to type;
+    # the second call never assigns `c` or a str to `token`.
+    assert ops.op_locals(Subject(), {"seeds": [0, 1]})["types"] == {  # type: ignore[arg-type]
+        "c": ["builtins.str"], "inner": ["builtins.function"], "token": ["builtins.NoneType", "builtins.str"]}
+    assert ops.op_locals(Subject(), {"seeds": [1]})["types"] == {  # type: ignore[arg-type]
+        "inner": ["builtins.function"], "token": ["builtins.NoneType"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("qualname, declared, undeclared", [
+    # gap may be read unassigned (fewer than two values): a C double would be read uninitialised
+    ("spread", ["total: double", "values: list"], "gap"),
+    # first is 0 on a path no call took: declared str, that path would raise TypeError
+    ("initials", ["out: list", "w: str", "words: list"], "first"),
+])
+def test_a_typed_variant_declares_the_locals_types_the_calls_showed(tmp_path: Path, qualname: str,
+                                                                     declared: list[str], undeclared: str) -> None:
+    doc, _ = optimise(tmp_path, "plain_checksum.py", qualname, "--builtin", "cython", "--budget", "2",
+                      "--inputs", f"plain_checksum.py::make_{qualname}_inputs")
+    (typed,) = [c for c in compiled_candidates(doc) if c["approach"].startswith("compiled with Cython with ")]
+    assert typed["approach"].split(";")[0] == "compiled with Cython with " + ", ".join(declared)
+    assert f"{undeclared}=" not in typed["code"] and typed["status"] in ("ok", "not_faster"), typed["reason"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
+    edge = "[1]" if qualname == "spread" else "['ab', '']"
+    printed = run_applied(tmp_path, target, typed["code"], f"try:\n    print(m.{qualname}({edge}))\n"
+                          "except Exception as exc:\n    print(type(exc).__name__)\n"
+                          f"print(type(m.{qualname}.compiled).__name__)")
+    assert printed.split() == (["UnboundLocalError"] if qualname == "spread" else ["['a',", "0]"]) \
+        + ["cython_function_or_method"]

@@ -26,6 +26,7 @@ class LocalPool(EvaluationPool):
         self.inputs = self.evaluator.inputs
         self.hardware = self.evaluator.hardware
         self.bound = self.evaluator.bound
+        self.local_types = self.evaluator.local_types
         self.notes = list(self.evaluator.notes)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()

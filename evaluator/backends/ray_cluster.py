@@ -98,7 +98,8 @@ def _where() -> str:
 def probe_task(target: Target, settings: EvalSettings, store: dict[str, bytes] | None) -> dict[str, Any]:
     ev = Evaluator(_on_worker(target, store), settings)
     ev.close()
-    return {"inputs": ev.inputs, "hardware": ev.hardware, "bound": ev.bound, "isolation": ev.isolation,
+    return {"inputs": ev.inputs, "hardware": ev.hardware, "bound": ev.bound, "local_types": ev.local_types,
+            "isolation": ev.isolation,
             "where": _where(), "inputs_info": ev.plan.info().model_dump(),
             "reproduced": (ev.plan.keys, ev.plan.excluded) if ev.plan.captured else None}
 
@@ -217,6 +218,7 @@ class RayPool(EvaluationPool):
         self.inputs_info = InputsInfo.model_validate(info["inputs_info"])
         self._reproduced = info["reproduced"]
         self.inputs, self.hardware, self.bound = info["inputs"], info["hardware"], info["bound"]
+        self.local_types = info["local_types"]
         self.isolation = f"{info['isolation']}, on Ray workers"
         self.reference_hardware = info["hardware"]
 

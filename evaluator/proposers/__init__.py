@@ -39,6 +39,7 @@ class Context:
     hot_lines: dict[int, float] = field(default_factory=dict)  # the file's line -> its share of the profile
     prompt_values: bool = False  # redline.toml allows captured values (real data) into an LLM's prompt
     baseline_s: float | None = None  # the original's median call time, once the run has timed it
+    local_types: dict[str, list[str]] = field(default_factory=dict)  # the types the original's locals held
 
 
 class NotApplicable(Exception):

@@ -1,5 +1,6 @@
-"""The target compiled with Cython, unchanged (pure-Python mode), with argument types from its calls, and
-with the module's functions and its class's methods that it calls compiled beside it.
+"""The target compiled with Cython, unchanged (pure-Python mode), with types from its calls (its arguments'
+from the captured signatures, its local variables' from the original traced on its calls in the sandbox),
+and with the module's functions and its class's methods that it calls compiled beside it.
 
 A candidate is the target's own source with one decorator, `@_RedlineCython(...)`, and that decorator's
 class (HELPER) beside it. What the sandbox verifies is what the edit adds to the user's file: on first
@@ -45,7 +46,7 @@ class _RedlineCython:
               "from Cython.Compiler.Main import setuptools_main; sys.argv[1:] = "
               "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', *sys.argv[1:]]; sys.exit(setuptools_main())")
 
-    def __init__(self, *calls, **types):
+    def __init__(self, /, *calls, **types):
         self.calls, self.types, self.fn, self.compiled = calls, types, None, None
 
     def __call__(self, *args, **kwargs):
@@ -251,6 +252,82 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
 _LITERALS: dict[str, tuple[type[ast.expr], ...]] = {"list": (ast.List,), "dict": (ast.Dict,), "tuple": (ast.Tuple,)}
 
 
+# The builtin types a local variable is declared as where it held only them (None too: a variable of a
+# builtin object type may hold None); the C types a local variable may be declared as.
+_LOCAL_OBJECTS = {"str", "list", "dict", "tuple", "bytes", "bytearray", "set"}
+_LOCAL_C = {"double", "bint"}
+
+
+def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list[str]]) -> dict[str, str]:
+    """The declarations for the target's local variables from the types they held on its calls (the
+    sandbox's trace of the original, Context.local_types) and what its code assigns them. A variable
+    that held one builtin object type (alone or with None) is declared as it unless the code assigns it
+    a literal of another type (on a path the calls did not take: declared, it would raise TypeError
+    there). One that held only floats is a C double (the same IEEE arithmetic) only where every value the
+    code gives it is a float whatever the inputs (`0.0`, `x / y`, `x * 0.5`, `float(x)`, `+=` on it): a
+    double would turn an int into a float without a word. One that held only bools is a C truth value
+    only where every value is a comparison, `not` or a bool. Integers are not declared (a C integer
+    would overflow where Python's does not), nor anything else."""
+    out = {}
+    for name, types in seen.items():
+        kinds = {t.removeprefix("builtins.") for t in types}
+        objects = kinds - {"NoneType"}
+        if len(objects) == 1 and (kind := objects.pop()) in _LOCAL_OBJECTS:
+            declared, allowed = kind, {kind, "NoneType", "same", None}
+        elif kinds == {"float"}:
+            declared, allowed = "double", {"float", "same"}
+        elif kinds == {"bool"}:
+            declared, allowed = "bint", {"bool"}
+        else:
+            continue
+        if all(_static_type(value) in allowed for value in _bindings(fn, name)):
+            out[name] = declared
+    return out
+
+
+def _bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.AST | None]:
+    """What the function's code binds `name` to: the value assigned, the augmented assignment, or None
+    where the value is not one expression (a loop's or an unpacking's target, `with ... as`)."""
+    out: list[ast.AST | None] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    out.append(node.value)
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    out.append(None)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and isinstance(node.target, ast.Name) \
+                and node.target.id == name and node.value is not None:
+            out.append(node if isinstance(node, ast.AugAssign) else node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.comprehension)):
+            bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            if bound is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(bound)):
+                out.append(None)
+    return out
+
+
+_LITERAL_TYPES: dict[type[ast.AST], str] = {
+    ast.List: "list", ast.ListComp: "list", ast.Dict: "dict", ast.DictComp: "dict", ast.Set: "set",
+    ast.SetComp: "set", ast.Tuple: "tuple", ast.JoinedStr: "str", ast.Compare: "bool", ast.AugAssign: "same"}
+
+
+def _static_type(value: ast.AST | None) -> str | None:
+    """The type an expression's value has whatever the inputs, or None; "same" for an augmented
+    assignment (`x += y`: a float stays a float, a str a str or TypeError)."""
+    if isinstance(value, ast.Constant):
+        return type(value.value).__name__
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return "bool"
+    if isinstance(value, ast.BoolOp) and all(_static_type(v) == "bool" for v in value.values):
+        return "bool"
+    if isinstance(value, ast.BinOp) and (isinstance(value.op, ast.Div) or "float" in (
+            _static_type(value.left), _static_type(value.right))):
+        return "float"
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "float":
+        return "float"
+    return _LITERAL_TYPES.get(type(value)) if value is not None else None
+
+
 def _default_fits(default: ast.expr, ctype: str) -> bool:
     """Whether an argument typed `ctype` can keep `default` (`headers=()` typed as a list cannot)."""
     if ctype == "double":
@@ -370,8 +447,8 @@ def callees(t: Target, limit: int = 6) -> list[tuple[str, str]]:
 
 
 class CythonProposer(Proposer):
-    """The target compiled with Cython: unchanged, with its arguments' types from the captured calls, and
-    with the functions it calls (callees) compiled beside it."""
+    """The target compiled with Cython: unchanged, with its arguments' and locals' types from its calls,
+    with the functions it calls (callees) compiled beside it, and typed with them."""
 
     name = "cython"
 
@@ -389,17 +466,28 @@ class CythonProposer(Proposer):
             return []
         t = ctx.target
         manifest = t.inputs.manifest
-        typed = argument_types(_function(t), ctx.inputs, "." in t.qualname,
-                               [s.signature for s in manifest.signatures] if manifest is not None else None)
+        arguments = argument_types(_function(t), ctx.inputs, "." in t.qualname,
+                                   [s.signature for s in manifest.signatures] if manifest is not None else None)
+        typed = {**local_types(_function(t), ctx.local_types), **arguments}
         calls = callees(t)
         variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, [])]
         if typed:
             variants.append((typed, []))
         if calls:
             variants.append(({}, calls))
-        out, errors = [], []
+        if typed and calls:
+            variants.append((typed, calls))
+        out, errors, tried = [], [], set()
         for types, with_calls in variants:
-            error = cython_error(t, types, with_calls)
+            error, unassigned = _cython(t, types, with_calls)
+            if maybe := {name for name in unassigned if types.get(name) in _LOCAL_C}:
+                # A C-typed local Python may find unassigned is left to Python (it raises UnboundLocalError).
+                types = {k: v for k, v in types.items() if k not in maybe}
+                error = cython_error(t, types, with_calls)
+            variant = (tuple(sorted(types.items())), tuple(name for name, _ in with_calls))
+            if variant in tried:
+                continue
+            tried.add(variant)
             if error:
                 errors.append(error)
                 continue
@@ -434,6 +522,17 @@ def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) 
 
 def cython_error(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> str | None:
     """Cython's first error on the source the decorator would compile, or None where it compiles."""
+    return _cython(t, types, calls)[0]
+
+
+# Cython's warning that a variable may be read before it is assigned: a C-typed local (a double, a
+# truth value) would then be read uninitialised where Python raises UnboundLocalError.
+_UNASSIGNED = re.compile(r"local variable '(\w+)' (?:might be )?referenced before assignment")
+
+
+def _cython(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> tuple[str | None, set[str]]:
+    """Cython on the source the decorator would compile: its first error (None where it compiles), and
+    the variables it says may be read before they are assigned."""
     functions, methods = _split(calls or [])
     source = _helper().source(t.function_source, t.qualname, types, [text for _, text in functions],
                               [text for _, text in methods])
@@ -441,9 +540,11 @@ def cython_error(t: Target, types: dict[str, str], calls: list[tuple[str, str]] 
         py = os.path.join(tmp, "_redline_check.py")
         with open(py, "w") as fh:
             fh.write(source)
-        run = subprocess.run([sys.executable, "-c", _helper().CYTHON, py], capture_output=True, text=True,
-                             timeout=120)
+        run = subprocess.run([sys.executable, "-c", _helper().CYTHON, "-X", "warn.maybe_uninitialized=True", py],
+                             capture_output=True, text=True, timeout=120)
+    output = run.stderr or run.stdout
+    unassigned = set(_UNASSIGNED.findall(output))
     if run.returncode == 0:
-        return None
-    lines = [line for line in (run.stderr or run.stdout).splitlines() if line.strip() and not line.startswith("warning")]
-    return next((line.split(": ", 1)[-1] for line in lines if ".py:" in line), lines[-1] if lines else "failed")
+        return None, unassigned
+    lines = [line for line in output.splitlines() if line.strip() and not line.startswith("warning")]
+    return next((line.split(": ", 1)[-1] for line in lines if ".py:" in line), lines[-1] if lines else "failed"), unassigned

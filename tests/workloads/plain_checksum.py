@@ -48,6 +48,27 @@ def scaled(x, factor):
     return x * (1.0 if factor is None else factor)
 
 
+def spread(values):
+    """The last gap between neighbours and the mean gap: the last read after the loop, so fewer than two values
+    raise UnboundLocalError."""
+    total = 0.0
+    for i in range(1, len(values)):
+        gap = (values[i] - values[i - 1]) * 1.0
+        total += gap
+    return gap, total / (len(values) - 1)
+
+
+def initials(words):
+    """Each word's first letter, or 0 for an empty word (which no call here passes)."""
+    out = []
+    for w in words:
+        first = w[:1]
+        if not first:
+            first = 0
+        out.append(first)
+    return out
+
+
 class Tokeniser:
     def __init__(self):
         self.__words = 0
@@ -95,3 +116,13 @@ def make_vowels_inputs(seed):
 def make_scaled_inputs(seed):
     rnd = random.Random(seed)
     return rnd.uniform(-5, 5), rnd.choice([2.5, -1.0, 0.5])
+
+
+def make_spread_inputs(seed):
+    rnd = random.Random(seed)
+    return ([rnd.uniform(0, 100) for _ in range(rnd.randint(2000, 3000))],)
+
+
+def make_initials_inputs(seed):
+    rnd = random.Random(seed)
+    return (["".join(rnd.choice("abcdefgh") for _ in range(rnd.randint(1, 8))) for _ in range(3000)],)

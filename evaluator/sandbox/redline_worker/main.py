@@ -11,7 +11,7 @@ from typing import Any
 from . import policy
 from .codec import describe
 from .cuda import hardware
-from .ops import op_check, op_oracle, op_profile, op_reproduce, op_variants
+from .ops import op_check, op_locals, op_oracle, op_profile, op_reproduce, op_variants
 from .policy import tamper
 from .state import _json_dumps, _perf, _type, sample_seed, state, violations
 from .subject import Subject
@@ -55,7 +55,7 @@ def main() -> None:
         sample_seed[0] = int(req["sample_seed"])
         try:
             result = {"check": op_check, "time": op_time, "profile": op_profile, "oracle": op_oracle,
-                      "energy": op_energy, "reproduce": op_reproduce,
+                      "energy": op_energy, "reproduce": op_reproduce, "locals": op_locals,
                       "variants": op_variants}[req["op"]](
                 subject, req)
             result["ok"] = True

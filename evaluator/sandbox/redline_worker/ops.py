@@ -1,9 +1,11 @@
 """The operations the harness requests (other than timing): check calls on inputs, the float32
-oracle, the reproduce check of captured calls, and calls for Nsight Compute to profile."""
+oracle, the reproduce check of captured calls, the types the reference's locals hold, and calls for
+Nsight Compute to profile."""
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import pickle
 import sys
@@ -193,6 +195,48 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 entry["actual_type"] = f"{_type(out).__module__}.{_type(out).__qualname__}"
         calls.append(entry)
     return {"reproduced": calls}
+
+
+# How many line events op_locals reads per call: a long loop's first iterations show its locals' types.
+LOCALS_LINES = 5000
+
+
+def op_locals(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
+    """The types each of the reference's local variables held on the given calls (parameters and
+    variables its inner functions share apart), read at each line its own frames run and at their
+    return: a type name per value's exact type (`builtins.str`, `mod.Class`)."""
+    fn = getattr(subject.original, "__func__", subject.original)
+    code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
+    if code is None:
+        return {"types": {}}
+    flags = code.co_flags
+    params = code.co_argcount + code.co_kwonlyargcount + bool(flags & inspect.CO_VARARGS) \
+        + bool(flags & inspect.CO_VARKEYWORDS)
+    names = set(code.co_varnames[params:]) - set(code.co_cellvars)
+    seen: dict[str, set[str]] = {name: set() for name in names}
+    lines = [0]
+
+    def read(frame: Any, event: str, arg: Any) -> Any:
+        if event in ("line", "return"):
+            lines[0] += 1
+            for name, value in frame.f_locals.items():
+                if name in seen:
+                    t = _type(value)
+                    seen[name].add(f"{t.__module__}.{t.__qualname__}")
+        return read if lines[0] < LOCALS_LINES else None
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        return read if frame.f_code is code else None
+
+    for index in req["seeds"]:
+        args, kwargs, target = subject.inputs(index)
+        lines[0] = 0
+        sys.settrace(calls)
+        try:
+            call(target, args, kwargs)
+        finally:
+            sys.settrace(None)
+    return {"types": {name: sorted(types) for name, types in sorted(seen.items()) if types}}
 
 
 class _Canonical(pickle._Pickler):
