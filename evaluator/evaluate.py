@@ -168,11 +168,10 @@ class Evaluator:
         return bound_of(state.get("gpu_time_s"), state.get("issue_s"), reply.bytes_moved, gpu.get("copy_bandwidth_Bps"))
 
     def _locals(self, ch: Channel) -> dict[str, list[str]]:
-        """The types the reference's local variables held on up to eight calls spread over its inputs
-        (for a compiler's declarations); none where the traced calls fail."""
-        keys = self.plan.check_keys(4)
+        """The types the reference's local variables held on the calls the gate checks (for a compiler's
+        declarations: one that a call contradicts fails that call); none where the traced calls fail."""
         try:
-            return ch.ask(Locals(seeds=keys[::max(1, len(keys) // 8)][:8])).types
+            return ch.ask(Locals(seeds=self.plan.check_keys(self.settings.check_seeds))).types
         except Rejected:
             return {}
 

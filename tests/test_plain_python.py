@@ -19,7 +19,7 @@ from helpers import redline
 from redline.evaluator.proposers import Context
 from redline.evaluator.proposers.compiled import CythonProposer, callees
 from redline.evaluator.proposers.rewrites import REWRITES, rewrites
-from redline.evaluator.target import Target, apply_candidate, locate
+from redline.evaluator.target import Target, apply_candidate, load_target, locate
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 
@@ -337,11 +337,14 @@ def test_an_annotation_is_read_as_python_reads_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_typed_variant_cython_rejects_is_not_proposed(tmp_path: Path) -> None:
+def test_an_argument_its_code_may_set_to_none_is_not_a_c_double(tmp_path: Path) -> None:
+    """`factor` is a float on every call; the code sets it to None where it is negative (a C double cannot
+    hold None: Cython would reject the variant, or the call fail)."""
     doc, _ = optimise(tmp_path, "plain_checksum.py", "scaled", "--builtin", "cython", "--budget", "2",
                       "--inputs", "plain_checksum.py::make_scaled_inputs")
-    assert [c["approach"].split(";")[0] for c in compiled_candidates(doc)] == ["compiled with Cython"]
-    assert {u["name"]: u["proposed"] for u in doc["proposers"]} == {"cython": 1}
+    cands = compiled_candidates(doc)
+    assert [c["approach"].split(";")[0] for c in cands] == ["compiled with Cython", "compiled with Cython with x: double"]
+    assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
 
 
 def test_cython_is_skipped_with_its_reason_where_it_cannot_stand_in(tmp_path: Path) -> None:
@@ -452,12 +455,13 @@ def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> Non
         def inputs(self, index: int) -> tuple[tuple, dict, object]:
             return (["ab", ""][index],), {}, traced
 
-    # Parameters and the variable the inner function shares are not the function's own locals to type;
-    # the second call never assigns `c` or a str to `token`.
+    # The variable the inner function shares is not the function's own to type; the parameters are read
+    # too (the code may rebind them); the second call never assigns `c` or a str to `token`.
+    params = {"a": ["builtins.str"], "k": ["builtins.int"], "rest": ["builtins.tuple"]}
     assert ops.op_locals(Subject(), {"seeds": [0, 1]})["types"] == {  # type: ignore[arg-type]
-        "c": ["builtins.str"], "inner": ["builtins.function"], "token": ["builtins.NoneType", "builtins.str"]}
+        **params, "c": ["builtins.str"], "inner": ["builtins.function"], "token": ["builtins.NoneType", "builtins.str"]}
     assert ops.op_locals(Subject(), {"seeds": [1]})["types"] == {  # type: ignore[arg-type]
-        "inner": ["builtins.function"], "token": ["builtins.NoneType"]}
+        **params, "inner": ["builtins.function"], "token": ["builtins.NoneType"]}
 
 
 @pytest.mark.slow
@@ -466,6 +470,8 @@ def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> Non
     ("spread", ["total: double", "values: list"], "gap"),
     # first is 0 on a path no call took: declared str, that path would raise TypeError
     ("initials", ["out: list", "w: str", "words: list"], "first"),
+    # style is a str on every call, then the marks it names: declared str, every call would raise
+    ("render", ["out: list", "w: str", "words: list"], "style"),
 ])
 def test_a_typed_variant_declares_the_locals_types_the_calls_showed(tmp_path: Path, qualname: str,
                                                                      declared: list[str], undeclared: str) -> None:
@@ -475,9 +481,22 @@ def test_a_typed_variant_declares_the_locals_types_the_calls_showed(tmp_path: Pa
     assert typed["approach"].split(";")[0] == "compiled with Cython with " + ", ".join(declared)
     assert f"{undeclared}=" not in typed["code"] and typed["status"] in ("ok", "not_faster"), typed["reason"]
     target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
-    edge = "[1]" if qualname == "spread" else "['ab', '']"
+    edge, expected = {"spread": ("[1]", ["UnboundLocalError"]), "initials": ("['ab', '']", ["['a',", "0]"]),
+                      "render": ("['ab'], 'bold'", ["['**ab**']"])}[qualname]
     printed = run_applied(tmp_path, target, typed["code"], f"try:\n    print(m.{qualname}({edge}))\n"
                           "except Exception as exc:\n    print(type(exc).__name__)\n"
                           f"print(type(m.{qualname}.compiled).__name__)")
-    assert printed.split() == (["UnboundLocalError"] if qualname == "spread" else ["['a',", "0]"]) \
-        + ["cython_function_or_method"]
+    assert printed.split() == [*expected, "cython_function_or_method"]
+
+
+def test_an_llm_prompt_says_what_types_the_locals_held(tmp_path: Path) -> None:
+    from redline.evaluator.proposers.llm import build_prompt
+
+    (tmp_path / "mod.py").write_text("def f(xs):\n    token = None\n    for x in xs:\n        token = str(x)\n"
+                                     "    return token\n\n\ndef make_inputs(seed):\n    return ([seed],)\n")
+    target = load_target(f"{tmp_path / 'mod.py'}::f")
+    prompt = build_prompt(Context(target=target, round=1, hardware="cpu",
+                                  local_types={"token": ["builtins.NoneType", "builtins.str"], "x": ["pkg.Node"]}))
+    assert "Its local variables held these types on the calls traced (types only):\n- token: NoneType or str\n" \
+           "- x: pkg.Node" in prompt
+    assert "local variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))

@@ -256,6 +256,7 @@ _LITERALS: dict[str, tuple[type[ast.expr], ...]] = {"list": (ast.List,), "dict":
 # builtin object type may hold None); the C types a local variable may be declared as.
 _LOCAL_OBJECTS = {"str", "list", "dict", "tuple", "bytes", "bytearray", "set"}
 _LOCAL_C = {"double", "bint"}
+_PYTHON = {"double": "float", "bint": "bool"}  # the Python type a C-typed variable holds
 
 
 def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list[str]]) -> dict[str, str]:
@@ -466,9 +467,15 @@ class CythonProposer(Proposer):
             return []
         t = ctx.target
         manifest = t.inputs.manifest
-        arguments = argument_types(_function(t), ctx.inputs, "." in t.qualname,
-                                   [s.signature for s in manifest.signatures] if manifest is not None else None)
-        typed = {**local_types(_function(t), ctx.local_types), **arguments}
+        fn = _function(t)
+        # An argument is typed as every call passed it only where the trace saw it hold nothing else and
+        # its code rebinds it to nothing else (tabulate's `tablefmt` is a str on every call, then the
+        # format it names): the same rules as a local's.
+        arguments = {k: v for k, v in argument_types(fn, ctx.inputs, "." in t.qualname, [
+            s.signature for s in manifest.signatures] if manifest is not None else None).items()
+            if local_types(fn, {k: ctx.local_types.get(k) or [f"builtins.{_PYTHON.get(v, v)}"]}).get(k) == v}
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        typed = {**{k: v for k, v in local_types(fn, ctx.local_types).items() if k not in params}, **arguments}
         calls = callees(t)
         variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, [])]
         if typed:

@@ -75,6 +75,10 @@ def build_prompt(ctx: Context) -> str:
         described = ctx.inputs if not captured or ctx.prompt_values else [without_values(d) for d in ctx.inputs]
         parts.append(f"It is timed on arguments like these ({where}):\n"
                      + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(described)))
+    if ctx.local_types:
+        held = sorted(ctx.local_types.items())
+        parts.append("Its local variables held these types on the calls traced (types only):\n" + "\n".join(
+            f"- {name}: {' or '.join(t.removeprefix('builtins.') for t in types)}" for name, types in held[:40]))
     parts += _calls(ctx)
     if ctx.hotspot_note:
         parts.append("Profile: " + ctx.hotspot_note)

@@ -69,6 +69,18 @@ def initials(words):
     return out
 
 
+MARKS = {"plain": ("", ""), "bold": ("**", "**")}
+
+
+def render(words, style):
+    """The words in the style's marks: `style` is a name on every call, then the marks it names."""
+    style = MARKS[style]
+    out = []
+    for w in words:
+        out.append(style[0] + w + style[1])
+    return out
+
+
 class Tokeniser:
     def __init__(self):
         self.__words = 0
@@ -126,3 +138,9 @@ def make_spread_inputs(seed):
 def make_initials_inputs(seed):
     rnd = random.Random(seed)
     return (["".join(rnd.choice("abcdefgh") for _ in range(rnd.randint(1, 8))) for _ in range(3000)],)
+
+
+def make_render_inputs(seed):
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice("abcdefgh") for _ in range(rnd.randint(1, 8))) for _ in range(3000)], \
+        rnd.choice(["plain", "bold"])

@@ -9,6 +9,6 @@ records and blocks what candidates must not do. Its parts: `state` (bound origin
 `policy` (audit hook, tamper check, thread counting), `codec` (values as data, in the format
 `encoded` describes, which the harness's comparison shares), `memory` (buffers, aliasing), `subject`
 (loading the callable and its inputs), `cuda` (device timing, energy, hardware), `ops` (check, oracle,
-reproduce, profile), `variants` (edge shapes and layouts), `keys` (what identifies an input, which a
+reproduce, the locals' types, profile), `variants` (edge shapes and layouts), `keys` (what identifies an input, which a
 guarded specialisation shares), `timing` (timed batches, energy windows), `main` (the loop).
 """

@@ -197,22 +197,20 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"reproduced": calls}
 
 
-# How many line events op_locals reads per call: a long loop's first iterations show its locals' types.
-LOCALS_LINES = 5000
+# How many line events op_locals reads per call: a long loop's first iterations show its locals' types,
+# and every call's are read (a type one call gives a local, declared, fails another call).
+LOCALS_LINES = 2000
 
 
 def op_locals(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
-    """The types each of the reference's local variables held on the given calls (parameters and
-    variables its inner functions share apart), read at each line its own frames run and at their
-    return: a type name per value's exact type (`builtins.str`, `mod.Class`)."""
+    """The types each of the reference's variables (its parameters too, which its code may rebind; not
+    those its inner functions share) held on the given calls, read at each line its own frames run and
+    at their return: a type name per value's exact type (`builtins.str`, `mod.Class`)."""
     fn = getattr(subject.original, "__func__", subject.original)
     code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
     if code is None:
         return {"types": {}}
-    flags = code.co_flags
-    params = code.co_argcount + code.co_kwonlyargcount + bool(flags & inspect.CO_VARARGS) \
-        + bool(flags & inspect.CO_VARKEYWORDS)
-    names = set(code.co_varnames[params:]) - set(code.co_cellvars)
+    names = set(code.co_varnames) - set(code.co_cellvars)
     seen: dict[str, set[str]] = {name: set() for name in names}
     lines = [0]
 
@@ -223,7 +221,10 @@ def op_locals(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
                 if name in seen:
                     t = _type(value)
                     seen[name].add(f"{t.__module__}.{t.__qualname__}")
-        return read if lines[0] < LOCALS_LINES else None
+        if lines[0] < LOCALS_LINES:
+            return read
+        sys.settrace(None)  # seen enough: the rest of the call runs untraced
+        return None
 
     def calls(frame: Any, event: str, arg: Any) -> Any:
         return read if frame.f_code is code else None
