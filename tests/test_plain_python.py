@@ -233,10 +233,14 @@ def test_a_function_compiled_with_cython_is_verified_and_the_edit_compiles_it_wh
     assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
     assert "needs Cython and a C compiler where it runs" in cands[0]["approach"]
     target = locate_target(tmp_path / "work" / "plain_checksum.py", "score")
-    printed = run_applied(tmp_path, target, cands[0]["code"], "w = m.make_inputs(3)\nprint(m.score(*w))\n"
-                          "print(type(m.score.compiled).__name__)")
+    # Called through the decorator's C code once loaded (no Python frame between), and pickled by name
+    # as the function it stands for (multiprocessing sends functions so).
+    printed = run_applied(tmp_path, target, cands[0]["code"], "import pickle\nw = m.make_inputs(3)\nprint(m.score(*w))\n"
+                          "print(type(m.score.compiled).__name__, m.score.func is m.score.compiled, "
+                          "pickle.loads(pickle.dumps(m.score)) is m.score)")
     original = load(WORKLOADS / "plain_checksum.py")
-    assert printed.split() == [str(original.score(*original.make_inputs(3))), "cython_function_or_method"]
+    assert printed.split() == [str(original.score(*original.make_inputs(3))), "cython_function_or_method", "True",
+                               "True"]
     # Found again in the cache without reading the source; edited, the function is built anew, never the
     # old build run for the new source.
     applied = tmp_path / "applied" / "plain_checksum.py"

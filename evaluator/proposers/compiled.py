@@ -32,7 +32,10 @@ from ..target import Target
 from . import Context, NotApplicable, Proposal, Proposer
 
 HELPER = '''
-class _RedlineCython:
+import functools
+
+
+class _RedlineCython(functools.partial):
     """`@_RedlineCython("helper", "self.method", arg="double", ...)`: the function below compiled with
     Cython when first used, with those C types for its arguments, and built once into
     $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are compiled
@@ -46,14 +49,24 @@ class _RedlineCython:
               "from Cython.Compiler.Main import setuptools_main; sys.argv[1:] = "
               "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', *sys.argv[1:]]; sys.exit(setuptools_main())")
 
-    def __init__(self, /, *calls, **types):
-        self.calls, self.types, self.fn, self.compiled = calls, types, None, None
+    # A partial: once loaded, a call goes from the partial's C code to the compiled function's, with no
+    # Python frame between them; until then it goes to `decorate`, then to `first`.
+    def __new__(cls, /, *calls, **types):
+        self = super().__new__(cls, print)
+        self.__setstate__((self.decorate, (), {}, {"calls": calls, "types": types, "fn": None, "compiled": None}))
+        return self
 
-    def __call__(self, *args, **kwargs):
-        if self.fn is None:  # decorating
-            self.fn = self.__wrapped__ = args[0]
-            self.__doc__, self.__name__, self.__qualname__ = self.fn.__doc__, self.fn.__name__, self.fn.__qualname__
-            return self
+    def decorate(self, fn):
+        self.fn = self.__wrapped__ = fn
+        self.__doc__, self.__name__, self.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__setstate__((self.first, (), {}, self.__dict__))
+        return self
+
+    def __reduce__(self):  # pickled by name, as the function it stands for (multiprocessing sends it so)
+        return self.__qualname__
+
+    def first(self, *args, **kwargs):
         return (self.compiled or self.load())(*args, **kwargs)
 
     def __get__(self, instance, owner):
@@ -198,6 +211,7 @@ class _RedlineCython:
                           RuntimeWarning, stacklevel=2)
             compiled = fn
         self.compiled = compiled
+        self.__setstate__((compiled, (), {}, self.__dict__))
         return compiled
 '''.strip("\n") + "\n"
 
