@@ -104,7 +104,7 @@ class Stages:
         """The stages in order, `stage[0]` the one running; the first to reject raises."""
         gpu_info = at("load", self._load, cand, ref)
         first = None
-        if self.plan.captured:
+        if timings[0].first_seen_applies():
             stage[0] = "first_seen"
             first = at("first_seen", self._first_seen, timings[0], cand, ref)
         stage[0] = "gate"

@@ -116,6 +116,14 @@ class Timing:
             raise Rejected("rejected_exploit", f"{ch.who} reported {len(reply.times)} call times for {len(seeds)} calls")
         return reply
 
+    def first_seen_applies(self) -> bool:
+        """Whether the candidate is timed on calls first seen (captured inputs). Fewer than three distinct
+        calls leave nothing to warm up on that the timed calls do not share, so a first call's one-time
+        set-up (a compiled module loaded, a JIT's compilation) would read as remembering: redline's own
+        candidates, which remember nothing the target does not (where it does, so does the reference),
+        are then judged by the repeated rounds alone."""
+        return self.plan.captured and not (self.trusted and self.plan.distinct_calls() < 3)
+
     def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
         """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
         seen them all (before the gate), each side is warmed up on part of the calls and then timed

@@ -504,3 +504,37 @@ def test_an_llm_prompt_says_what_types_the_locals_held(tmp_path: Path) -> None:
     assert "Its local variables held these types on the calls traced (types only):\n- token: NoneType or str\n" \
            "- x: pkg.Node" in prompt
     assert "local variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))
+
+
+TABLE = '''
+WEIGHTS = {c: i % 7 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+
+
+def weight_table():
+    total = 0
+    for ch in "abcdefghijklmnopqrstuvwxyz" * 40:
+        total += WEIGHTS.get(ch, 1) * 31 % 7
+    return total
+
+
+if __name__ == "__main__":
+    for _ in range(30):
+        weight_table()
+'''
+
+
+@pytest.mark.slow
+def test_a_compiled_function_whose_calls_are_all_alike_is_not_judged_remembering(tmp_path: Path) -> None:
+    """No arguments, so every captured call is the same: there is no call to warm up on that the timed
+    calls do not share, and the compiled module's loading on the first call read as remembering results
+    ("0.00x on calls it had not run"). redline's own candidates are judged by the repeated rounds there."""
+    (tmp_path / "table.py").write_text(TABLE)
+    cap = redline("capture", "--target", "table.py::weight_table", "--", sys.executable, "table.py", cwd=tmp_path)
+    assert cap.returncode == 0, cap.stderr[-2000:]
+    report = tmp_path / "r.json"
+    redline("optimise", "table.py::weight_table", "--builtin", "cython", "--budget", "1", "--json", str(report),
+            cwd=tmp_path)
+    doc = json.loads(report.read_text())
+    assert doc["inputs"]["source"] == "captured"
+    (cand,) = doc["candidates"]
+    assert cand["status"] in ("ok", "not_faster") and "first-seen" not in cand["reason"], cand["reason"]

@@ -87,6 +87,10 @@ class InputPlan:
     def weight(self, key: int) -> float:
         return self._weights[key] if self.captured else 1.0
 
+    def distinct_calls(self) -> int:
+        """How many of the timed captured calls differ (identical calls, as stored, count once)."""
+        return len({self._content(k) for k in self.timed_keys})
+
     def first_seen_split(self) -> tuple[list[int], list[int]]:
         """Captured calls in two random halves: the warm-up's, and those first seen by the candidate
         in the first-seen timing. A program repeats calls (the same document parsed each round), so the
