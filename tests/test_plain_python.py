@@ -501,9 +501,9 @@ def test_an_llm_prompt_says_what_types_the_locals_held(tmp_path: Path) -> None:
     target = load_target(f"{tmp_path / 'mod.py'}::f")
     prompt = build_prompt(Context(target=target, round=1, hardware="cpu",
                                   local_types={"token": ["builtins.NoneType", "builtins.str"], "x": ["pkg.Node"]}))
-    assert "Its local variables held these types on the calls traced (types only):\n- token: NoneType or str\n" \
+    assert "Its variables (parameters too) held these types on the calls traced (types only):\n- token: NoneType or str\n" \
            "- x: pkg.Node" in prompt
-    assert "local variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))
+    assert "Its variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))
 
 
 TABLE = '''

@@ -300,6 +300,13 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
     return out
 
 
+def _holds(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, ctype: str, seen: dict[str, list[str]]) -> bool:
+    """Whether an argument every call passed as `ctype` may be declared so: by the rules for a local
+    (local_types), on the types the trace saw it hold (its own type where there was no trace). Tabulate's
+    `tablefmt` is a str on every call, then the format it names."""
+    return local_types(fn, {param: seen.get(param) or [f"builtins.{_PYTHON.get(ctype, ctype)}"]}).get(param) == ctype
+
+
 def _bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.AST | None]:
     """What the function's code binds `name` to: the value assigned, the augmented assignment, or None
     where the value is not one expression (a loop's or an unpacking's target, `with ... as`)."""
@@ -482,12 +489,9 @@ class CythonProposer(Proposer):
         t = ctx.target
         manifest = t.inputs.manifest
         fn = _function(t)
-        # An argument is typed as every call passed it only where the trace saw it hold nothing else and
-        # its code rebinds it to nothing else (tabulate's `tablefmt` is a str on every call, then the
-        # format it names): the same rules as a local's.
-        arguments = {k: v for k, v in argument_types(fn, ctx.inputs, "." in t.qualname, [
-            s.signature for s in manifest.signatures] if manifest is not None else None).items()
-            if local_types(fn, {k: ctx.local_types.get(k) or [f"builtins.{_PYTHON.get(v, v)}"]}).get(k) == v}
+        passed = argument_types(fn, ctx.inputs, "." in t.qualname,
+                                [s.signature for s in manifest.signatures] if manifest is not None else None)
+        arguments = {k: v for k, v in passed.items() if _holds(fn, k, v, ctx.local_types)}
         params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
         typed = {**{k: v for k, v in local_types(fn, ctx.local_types).items() if k not in params}, **arguments}
         calls = callees(t)

@@ -77,7 +77,7 @@ def build_prompt(ctx: Context) -> str:
                      + "\n".join(f"- argument {i + 1}: {d}" for i, d in enumerate(described)))
     if ctx.local_types:
         held = sorted(ctx.local_types.items())
-        parts.append("Its local variables held these types on the calls traced (types only):\n" + "\n".join(
+        parts.append("Its variables (parameters too) held these types on the calls traced (types only):\n" + "\n".join(
             f"- {name}: {' or '.join(t.removeprefix('builtins.') for t in types)}" for name, types in held[:40]))
     parts += _calls(ctx)
     if ctx.hotspot_note:
