@@ -229,6 +229,10 @@ class Evaluator:
             reply = checked(ch, seeds, repeat=2, sample=fresh_seeds(1)[0])
         except Rejected as rej:
             raise TargetError(f"the target cannot be run on its inputs: {rej.reason}")
+        errors = [r.runs[0].error for r in reply.results]
+        if not self.plan.captured and errors and all(errors):
+            raise TargetError(f"the target raises on every input {self.plan.source.describe()} gives, so it cannot be "
+                              f"timed: {error_line(errors[0])}")
         differs: dict[int, str] = {}
         for result in reply.results:
             try:

@@ -107,9 +107,9 @@ class Timing:
         one, and rounds go round the cores)."""
         reply = ch.ask(Time(seeds=seeds, keep=keep, sample_seed=sample, core=core, ahead_s=ahead_s))
         if reply.batch_error:
-            lines = reply.batch_error.strip().splitlines()
-            first = lines[0][:240] if lines else "an error"
-            raise Rejected("crashed", f"{ch.who} raised during timed calls: {first}", reply.batch_error)
+            lines = reply.batch_error.strip().splitlines()  # a traceback: the exception is its last line
+            raised = lines[-1][:240] if lines else "an error"
+            raise Rejected("crashed", f"{ch.who} raised during timed calls: {raised}", reply.batch_error)
         if reply.threads_left > 0:
             raise Rejected("rejected_exploit", f"{ch.who} left background threads running after returning")
         if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):

@@ -176,6 +176,16 @@ def test_bad_redline_toml_is_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2 and "redline.toml" in res.stderr and "rtol" in res.stderr
 
 
+def test_a_target_that_raises_on_every_input_is_one_clear_error(tmp_path: Path) -> None:
+    """make_inputs written for another function of the module: every call raises. It is the inputs'
+    fault, said once, not a candidate "crashed" with the first line of a traceback."""
+    write(tmp_path / "m.py", "def total():\n    return 1\n\n\ndef make_inputs(seed):\n    return ([seed],)\n")
+    res = redline("optimise", f"{tmp_path / 'm.py'}::total", "--builtin", "cython")
+    assert res.returncode == 2, res.stdout[-2000:]
+    assert "the target raises on every input make_inputs(seed) in" in res.stderr
+    assert "TypeError: total() takes 0 positional arguments but 1 was given" in res.stderr
+
+
 def test_winner_that_breaks_the_projects_tests_is_not_offered(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
     write(tmp_path / "m.py", REF)
