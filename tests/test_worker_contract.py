@@ -20,6 +20,7 @@ from redline.evaluator.protocol import (
     REPLY,
     Check,
     Energy,
+    Locals,
     Oracle,
     ProfiledCalls,
     Reproduce,
@@ -62,8 +63,8 @@ def replies(ev: Evaluator, code: str | None, requests: list[Request[Any]]) -> li
 
 def every_request() -> list[Request[Any]]:
     return [Check(seeds=[0, 1], repeat=2), Variants(seeds=[0]), Variants(seeds=[0], inputs=1, only=[0]),
-            Time(seeds=[0, 1, 2], keep=[0]), Reproduce(seeds=[0, 1]), Oracle(seeds=[0]), ProfiledCalls(seeds=[0]),
-            Energy(seeds=[0], min_s=0.01)]
+            Time(seeds=[0, 1, 2], keep=[0]), Reproduce(seeds=[0, 1]), Locals(seeds=[0, 1]), Oracle(seeds=[0]),
+            ProfiledCalls(seeds=[0]), Energy(seeds=[0], min_s=0.01)]
 
 
 def validated(op: str, raw: dict[str, Any]) -> Any:
@@ -91,6 +92,7 @@ def test_replies_to_the_target_validate(evaluator: Evaluator) -> None:
     by_op = {op: validated(op, raw) for op, raw in got}
     assert len(by_op["check"].results) == 2 and by_op["time"].batch_error is None
     assert all(r.recorded is not None for r in by_op["reproduce"].reproduced)
+    assert by_op["locals"].types["xs"] == ["builtins.list"]
 
 
 def test_a_candidates_errors_are_replies_of_the_right_model(evaluator: Evaluator) -> None:
