@@ -483,3 +483,46 @@ def test_calls_the_snapshot_budget_cut_are_reported_only_where_the_store_did_not
     assert n == 3 and why.startswith("its snapshots had cost its share of the program's time")
     rec.filled = 4
     assert rec.dump()["dropped"] == {}
+
+
+HOT_CLASSMETHOD = '''
+import time
+
+
+class Tokens:
+    @classmethod
+    def split(cls, n):
+        total = 0
+        for i in range(n):
+            total += i % 7
+        return total
+
+
+def scan(n):
+    total = 0
+    for i in range(n):
+        total += i % 5
+    return total
+
+
+if __name__ == "__main__":
+    end = time.perf_counter() + 1.5
+    while time.perf_counter() < end:
+        Tokens.split(90_000)
+        scan(10_000)
+'''
+
+
+def test_the_hottest_functions_chosen_to_capture_are_ones_whose_calls_can_be_kept(tmp_path: Path) -> None:
+    """A class method is the hottest function, but the recorder does not wrap class methods (a capture of
+    it keeps no calls): `redline capture --top 1` takes the next hottest instead."""
+    from redline.evaluator.inputs.capture import hot_targets
+    from redline.profilers import report
+
+    (tmp_path / "prog.py").write_text(HOT_CLASSMETHOD)
+    prof = redline("profile", "--", sys.executable, "prog.py", cwd=tmp_path)
+    assert prof.returncode == 0, prof.stderr[-2000:]
+    trace, targets = hot_targets(tmp_path, 1)
+    shares = {h.function: h.inclusive_fraction for h in report([trace], tmp_path).hotspots if h.file == "prog.py"}
+    assert shares["Tokens.split"] > shares["scan"] > 0, shares
+    assert [t.qualname for t in targets] == ["scan"]

@@ -361,9 +361,21 @@ def latest_trace(root: Path) -> Path | None:
     return max(traces, key=lambda p: p.stat().st_mtime) if traces else None
 
 
+# Decorators that make a def something the recorder does not wrap (it records plain functions, methods
+# and static methods; a class method's calls carry the class, a property's are attribute reads).
+_UNRECORDED = ("classmethod", "property", "functools.cached_property", "cached_property")
+
+
+def _not_recorded(spec: str) -> bool:
+    from ..target import locate
+
+    return any(d.split("(")[0].strip() in _UNRECORDED or d.endswith(".setter") for d in locate(spec).fn.decorators)
+
+
 def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
     """The `top` hottest functions of the workspace's own code in the latest trace, by inclusive share
-    (own time plus the libraries they call): the ones a change to the user's code can speed up."""
+    (own time plus the libraries they call): the ones a change to the user's code can speed up, and
+    whose calls the recorder can keep (not class methods or properties)."""
     from redline.profilers import ParseError, report
 
     trace = latest_trace(root)
@@ -385,6 +397,8 @@ def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
             t = capture_target(f"{root / h.file}::{h.function}")
         except CaptureError:
             continue  # a frame that is not a function of the file (module level, a lambda)
+        if _not_recorded(f"{root / h.file}::{h.function}"):
+            continue  # the next hottest instead: `--top N` keeps calls of N functions where it can
         if t not in out:
             out.append(t)
     if not out:
