@@ -267,10 +267,9 @@ _LITERALS: dict[str, tuple[type[ast.expr], ...]] = {"list": (ast.List,), "dict":
 
 
 # The builtin types a local variable is declared as where it held only them (None too: a variable of a
-# builtin object type may hold None); the C types a local variable may be declared as.
+# builtin object type may hold None); the C types a variable may be declared as, and what each holds.
 _LOCAL_OBJECTS = {"str", "list", "dict", "tuple", "bytes", "bytearray", "set"}
-_LOCAL_C = {"double", "bint"}
-_PYTHON = {"double": "float", "bint": "bool"}  # the Python type a C-typed variable holds
+_C_TYPES = {"double": "float", "bint": "bool"}
 
 
 def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list[str]]) -> dict[str, str]:
@@ -304,7 +303,7 @@ def _holds(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, ctype: str, s
     """Whether an argument every call passed as `ctype` may be declared so: by the rules for a local
     (local_types), on the types the trace saw it hold (its own type where there was no trace). Tabulate's
     `tablefmt` is a str on every call, then the format it names."""
-    return local_types(fn, {param: seen.get(param) or [f"builtins.{_PYTHON.get(ctype, ctype)}"]}).get(param) == ctype
+    return local_types(fn, {param: seen.get(param) or [f"builtins.{_C_TYPES.get(ctype, ctype)}"]}).get(param) == ctype
 
 
 def _bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.AST | None]:
@@ -505,10 +504,10 @@ class CythonProposer(Proposer):
         out, errors, tried = [], [], set()
         for types, with_calls in variants:
             error, unassigned = _cython(t, types, with_calls)
-            if maybe := {name for name in unassigned if types.get(name) in _LOCAL_C}:
+            if maybe := {name for name in unassigned if types.get(name) in _C_TYPES}:
                 # A C-typed local Python may find unassigned is left to Python (it raises UnboundLocalError).
                 types = {k: v for k, v in types.items() if k not in maybe}
-                error = cython_error(t, types, with_calls)
+                error = _cython(t, types, with_calls)[0]
             variant = (tuple(sorted(types.items())), tuple(name for name, _ in with_calls))
             if variant in tried:
                 continue
@@ -543,11 +542,6 @@ def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) 
     source = textwrap.dedent(t.function_source)
     args = ", ".join([*(repr(c) for c in calls or []), *(f"{k}={v!r}" for k, v in sorted(types.items()))])
     return f"{HELPER}\n\n@_RedlineCython({args})\n{source}"
-
-
-def cython_error(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> str | None:
-    """Cython's first error on the source the decorator would compile, or None where it compiles."""
-    return _cython(t, types, calls)[0]
 
 
 # Cython's warning that a variable may be read before it is assigned: a C-typed local (a double, a
