@@ -150,7 +150,7 @@ class Evaluator:
             if self.plan.captured:
                 self._reproduce(ch)
             self._self_check(ch)
-            if self.settings.device == "cpu":
+            if self.settings.device == "cpu" and self.settings.trace_locals:
                 self.local_types = self._locals(ch)
             if load.gpu is not None:
                 self.bound = self._bound(ch, load.gpu)

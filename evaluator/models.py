@@ -53,6 +53,8 @@ class EvalSettings(_Model):
     profile_leaders: bool = Field(True, description="profile each leading verified candidate during the search; set "
                                   "by the search: true only where a proposer reads the profiles (else only the "
                                   "candidate offered is profiled, after the search)")
+    trace_locals: bool = Field(True, description="on the CPU, trace the types the original's variables hold on "
+                               "the checked calls; set by the search: true only where a proposer reads them")
     sanitize: bool = Field(True, description="run verified CUDA candidates under compute-sanitizer where it exists")
     isolation: Literal["auto", "bwrap", "process"] = Field(
         "auto", description="bwrap when available (namespaces, read-only workspace), else process-only isolation")

@@ -100,7 +100,8 @@ class TimeReply(_Reply):
     times: list[float] = []
     batch_s: float = 0.0
     outputs: dict[str, Encoded] = {}
-    batch_error: str | None = None
+    batch_error: str | None = None  # the call that raised: its exception type and message
+    batch_traceback: str = ""  # and its traceback
     reused_buffer: bool = False
     threads_left: int = 0
     gpu: dict[str, Any] | None = None  # CUDA: clocks, temperature, and where a call's time went

@@ -77,8 +77,10 @@ class Search:
         if settings.rtol is None and settings.atol is None:
             rtol, atol = self.config.tolerance(target.spec)
             settings = settings.model_copy(update={"rtol": rtol, "atol": atol})
-        # Nsight Compute during the search only where a proposer reads its profiles (_profile_offered).
-        self.settings = settings.model_copy(update={"profile_leaders": any(p.reads_kernel_profiles for p in proposers)})
+        # Nsight Compute during the search, and the trace of the original's variables, only where a
+        # proposer reads them.
+        self.settings = settings.model_copy(update={"profile_leaders": any(p.reads_kernel_profiles for p in proposers),
+                                                    "trace_locals": any(p.reads_local_types for p in proposers)})
         self.archive = Archive()
         self.notes: list[str] = []
         self.tokens = 0

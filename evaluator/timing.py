@@ -107,9 +107,8 @@ class Timing:
         one, and rounds go round the cores)."""
         reply = ch.ask(Time(seeds=seeds, keep=keep, sample_seed=sample, core=core, ahead_s=ahead_s))
         if reply.batch_error:
-            lines = reply.batch_error.strip().splitlines()  # a traceback: the exception is its last line
-            raised = lines[-1][:240] if lines else "an error"
-            raise Rejected("crashed", f"{ch.who} raised during timed calls: {raised}", reply.batch_error)
+            raise Rejected("crashed", f"{ch.who} raised during timed calls: {reply.batch_error[:240]}",
+                           reply.batch_traceback)
         if reply.threads_left > 0:
             raise Rejected("rejected_exploit", f"{ch.who} left background threads running after returning")
         if len(reply.times) != len(seeds) or any(not t >= 0 for t in reply.times):
@@ -117,12 +116,12 @@ class Timing:
         return reply
 
     def first_seen_applies(self) -> bool:
-        """Whether the candidate is timed on calls first seen (captured inputs). Fewer than three distinct
-        calls leave nothing to warm up on that the timed calls do not share, so a first call's one-time
+        """Whether the candidate is timed on calls first seen (captured inputs). Too few distinct
+        calls (InputPlan.few_distinct_calls) leave nothing to warm up on that the timed calls do not share, so a first call's one-time
         set-up (a compiled module loaded, a JIT's compilation) would read as remembering: redline's own
         candidates, which remember nothing the target does not (where it does, so does the reference),
         are then judged by the repeated rounds alone."""
-        return self.plan.captured and not (self.trusted and self.plan.distinct_calls() < 3)
+        return self.plan.captured and not (self.trusted and self.plan.few_distinct_calls())
 
     def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
         """Captured calls repeat, so a candidate could remember results by its arguments. Before it has

@@ -506,6 +506,31 @@ def test_an_llm_prompt_says_what_types_the_locals_held(tmp_path: Path) -> None:
     assert "Its variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))
 
 
+def test_the_variables_are_traced_only_for_a_proposer_that_reads_them(tmp_path: Path) -> None:
+    """Tracing the original on every checked call lengthens the probe: a run whose proposers declare no
+    types and write no prompt (ruff's fixes, redline's rewrites) does without it."""
+    import threading
+
+    from redline.evaluator.backends.local import LocalPool
+    from redline.evaluator.proposers.rewrites import PlainPythonProposer
+    from redline.evaluator.search import optimise as search
+
+    (tmp_path / "mod.py").write_text("def f(xs):\n    out = []\n    for x in xs:\n        out.append(x * 2.0)\n"
+                                     "    return out\n\n\ndef make_inputs(seed):\n    return ([seed, 1.5],)\n")
+    target = load_target(f"{tmp_path / 'mod.py'}::f")
+    traced: dict[str, dict[str, list[str]]] = {}
+    for proposer in (PlainPythonProposer(), CythonProposer()):
+        def pool(t: Target, settings: object, name: str = proposer.name) -> LocalPool:
+            made = LocalPool(t, settings)  # type: ignore[arg-type]
+            traced[name] = made.local_types
+            return made
+        stop = threading.Event()
+        stop.set()  # no candidate is needed: the probe has run when the pool exists
+        search(target, [proposer], make_pool=pool, cancel=stop, runs_dir=tmp_path / "runs")
+    assert traced == {"python-rewrites": {}, "cython": {"out": ["builtins.list"], "x": ["builtins.float", "builtins.int"],
+                                                        "xs": ["builtins.list"]}}
+
+
 TABLE = '''
 WEIGHTS = {c: i % 7 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
 

@@ -99,7 +99,9 @@ def test_a_candidates_errors_are_replies_of_the_right_model(evaluator: Evaluator
     got = dict(replies(evaluator, RAISES, [Check(seeds=[0]), Time(seeds=[0]), ProfiledCalls(seeds=[0])]))
     check = validated("check", got["check"])
     assert check.results[0].runs[0].error.type == "builtins.ValueError"
-    assert "candidate blew up" in validated("time", got["time"]).batch_error
+    timed = validated("time", got["time"])
+    # The exception's line, and its traceback apart (the report's tail).
+    assert timed.batch_error == "ValueError: the candidate blew up" and "Traceback" in timed.batch_traceback
     # The profile's error is the candidate's (Nsight Compute and compute-sanitizer read it as its crash).
     assert "ValueError: the candidate blew up" in validated("profile", got["profile"]).batch_error
 

@@ -19,6 +19,9 @@ from . import InputSource
 
 _rng = random.SystemRandom()
 
+# The fewest distinct captured calls the first-seen timing splits into a warm-up half and a timed half.
+FIRST_SEEN_FEWEST = 3
+
 
 def fresh_seeds(n: int) -> list[int]:
     """Seeds the candidate cannot predict."""
@@ -87,22 +90,23 @@ class InputPlan:
     def weight(self, key: int) -> float:
         return self._weights[key] if self.captured else 1.0
 
-    def distinct_calls(self) -> int:
-        """How many of the timed captured calls differ (identical calls, as stored, count once)."""
-        return len({self._content(k) for k in self.timed_keys})
+    def few_distinct_calls(self) -> bool:
+        """Whether the timed captured calls differ too little to warm up on some and time others
+        (fewer than FIRST_SEEN_FEWEST distinct; identical calls, as stored, count once)."""
+        return len({self._content(k) for k in self.timed_keys}) < FIRST_SEEN_FEWEST
 
     def first_seen_split(self) -> tuple[list[int], list[int]]:
         """Captured calls in two random halves: the warm-up's, and those first seen by the candidate
         in the first-seen timing. A program repeats calls (the same document parsed each round), so the
         store may hold one call twice: identical calls go to the same half, and the first-seen half
         times one of each, so that no call it times has been run before, by either side. Fewer than
-        three distinct calls: no warm-up, each first seen."""
+        FIRST_SEEN_FEWEST distinct calls: no warm-up, each first seen."""
         groups: dict[str, list[int]] = {}
         for k in self.timed_keys:
             groups.setdefault(self._content(k), []).append(k)
         order = list(groups.values())
         _rng.shuffle(order)
-        if len(order) < 3:
+        if len(order) < FIRST_SEEN_FEWEST:
             return [], [g[0] for g in order]
         half = len(order) // 2
         return [k for g in order[:half] for k in g], [g[0] for g in order[half:]]

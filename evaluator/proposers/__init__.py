@@ -52,6 +52,8 @@ class Proposer:
     # Its prompts show Nsight Compute's profiles of the candidates so far: then each leading verified CUDA
     # candidate is profiled during the search; without such a proposer only the one offered is, after it.
     reads_kernel_profiles = False
+    # It reads Context.local_types: then the probe traces the original's variables on the checked calls.
+    reads_local_types = False
 
     def propose(self, ctx: Context) -> list[Proposal]:
         raise NotImplementedError

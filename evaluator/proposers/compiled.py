@@ -472,6 +472,7 @@ class CythonProposer(Proposer):
     with the functions it calls (callees) compiled beside it, and typed with them."""
 
     name = "cython"
+    reads_local_types = True
 
     def skip(self, ctx: Context) -> str | None:
         if importlib.util.find_spec("Cython") is None:

@@ -142,6 +142,7 @@ class AskingProposer(Proposer):
     MCP client's own model through sampling; the prompts and the reading of replies are this module's."""
 
     reads_kernel_profiles = True
+    reads_local_types = True
 
     def __init__(self, ask: Callable[[list[str]], list[str]], name: str = "client-model", per_round: int = 2) -> None:
         self.ask = ask
@@ -159,6 +160,7 @@ class AskingProposer(Proposer):
 class LLMProposer(Proposer):
     name = "llm"
     reads_kernel_profiles = True
+    reads_local_types = True
 
     def __init__(self, settings: LLMSettings) -> None:
         from openai import OpenAI

@@ -12,7 +12,7 @@ from .codec import encode
 from .cuda import sync
 from .memory import buffers, flip_bits, nbytes, shares, tensor_storages
 from .policy import tamper
-from .state import _perf, candidate_threads, state
+from .state import _perf, _type, candidate_threads, state
 from .subject import Subject
 
 
@@ -70,6 +70,7 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     parts: list[tuple[float, float, float]] = []  # CUDA: (GPU time on the calling stream, issue time, final wait)
     kept: dict[str, Any] = {}
     errors: str | None = None
+    error_tb = ""
     reused = False
     threads_left = 0
     prev_out: Any = None
@@ -88,8 +89,9 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
             out = fn(*args, **kwargs)
             t1 = _perf()
             drain_s = cuda.end(events[1], events[2]) if cuda is not None and events is not None else 0.0
-        except BaseException:
-            errors = traceback.format_exc(limit=6)[-2000:]
+        except BaseException as exc:
+            errors = f"{_type(exc).__name__}: {exc}"[:500]
+            error_tb = traceback.format_exc(limit=6)[-2000:]
             break
         threads_left = max(threads_left, candidate_threads[0])
         host_s = (t1 - t0) * 1e-9
@@ -112,7 +114,8 @@ def op_time(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
         energy1 = cuda.energy_j()
         extra.update(gpu=_gpu_state(cuda, parts),
                      energy_j=(energy1 - energy0) if energy0 is not None and energy1 is not None else None)
-    return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "reused_buffer": reused,
+    return {"times": times, "batch_s": total, "outputs": kept, "batch_error": errors, "batch_traceback": error_tb,
+            "reused_buffer": reused,
             "threads_left": threads_left, "tamper": tamper(), **extra}
 
 
