@@ -14,10 +14,10 @@ Status = Literal["ok", "not_faster", "build_error", "incorrect", "timeout", "cra
 # The stage that decides a candidate's status, in the order they run (docs/cli.md, the report):
 # `checks` reads the code before anything runs it; `load` starts both workers; `first_seen` times captured
 # calls neither side has run; `gate` checks outputs and inputs against the reference; `timing` measures in
-# interleaved rounds; `second_pair` times a small win again in fresh workers; `same_code` finds the target's
+# interleaved rounds; `pairs` times a small win again in more pairs of fresh workers; `same_code` finds the target's
 # own code (only `not_faster`); `memory_check` runs compute-sanitizer on the candidate offered; `harness`
 # is redline failing, not the candidate.
-Stage = Literal["checks", "load", "first_seen", "gate", "timing", "second_pair", "same_code", "memory_check",
+Stage = Literal["checks", "load", "first_seen", "gate", "timing", "pairs", "same_code", "memory_check",
                 "harness"]
 
 
@@ -44,8 +44,8 @@ class EvalSettings(_Model):
     time_budget_s: float = Field(1.0, description="timing time per candidate, both sides together")
     min_rounds: int = Field(12, description="fewest interleaved baseline/candidate timing rounds")
     batch_s: float = Field(0.02, description="target duration of one timed batch")
-    confirm_below: float = Field(1.25, description="a winner below this speedup is timed again in a second pair "
-                                 "of fresh workers, and the lower of the two verdicts stands")
+    confirm_below: float = Field(1.5, description="a winner below this speedup is timed again in more pairs of "
+                                 "fresh workers, and judged by the spread of the pairs' speedups (across_pairs)")
     rtol: float | None = Field(None, description="relative tolerance override (default per dtype)")
     atol: float | None = Field(None, description="absolute tolerance override (default per dtype)")
     limits: Limits = Limits()
@@ -115,6 +115,7 @@ class CandidateResult(_Model):
     speedup: float | None = None
     speedup_ci95: tuple[float, float] | None = None
     first_seen_speedup: float | None = None  # captured inputs: on calls the candidate had not run before
+    pair_speedups: list[float] = []  # a small win timed in several pairs of fresh workers: each pair's speedup
     shapes_checked: list[str] = []  # edge variants of the inputs (other shapes, layouts) it matched the reference on
     # incorrect at an edge variant only: the inputs (sandbox/redline_worker/keys.py) it matched the reference
     # on, at which a guarded specialisation may dispatch to it where redline.toml allows specialising

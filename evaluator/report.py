@@ -36,7 +36,7 @@ def interval(times: list[float]) -> Interval | None:
 
 def verified(report: Report) -> str:
     """What the winner was checked on and what its edit adds, in a line: the inputs, the edge variants,
-    a second pair of workers, the project's tests, the dependencies it needs."""
+    the pairs of workers it was timed in, the project's tests, the dependencies it needs."""
     w = report.winner
     if w is None:
         return ""
@@ -48,8 +48,8 @@ def verified(report: Report) -> str:
         parts = ["checked on fresh inputs" + (f" ({i.detail})" if i is not None and i.detail else "")]
     if won is not None and won.shapes_checked:
         parts[0] += f" and {len(won.shapes_checked)} edge variant{'s' if len(won.shapes_checked) != 1 else ''}"
-    if won is not None and won.stage == "second_pair":
-        parts.append("timed in two pairs of fresh workers")
+    if won is not None and won.pair_speedups:
+        parts.append(f"timed in {len(won.pair_speedups)} pairs of fresh workers")
     reg = report.regression
     if reg is not None and reg.ran:
         parts.append(f"the project's tests {'passed' if reg.passed else 'failed'} ({' '.join(reg.command)})")

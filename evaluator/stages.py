@@ -1,7 +1,7 @@
 """One candidate through the stages, and its result built from them in one place (`decided`).
 
 The stages run in order on a pair of fresh workers (the candidate's and the reference's): `load`,
-`first_seen` (captured inputs only), `gate`, `timing`, and `second_pair` for a small win; `same_code`
+`first_seen` (captured inputs only), `gate`, `timing`, and `pairs` for a small win; `same_code`
 then turns the target's own code from `ok` into `not_faster`. The first stage that rejects the
 candidate decides its status, and the result records which (models.py::Stage).
 """
@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Protocol, TypeVar
 
 from .gate import Checked, Gate
@@ -24,7 +24,7 @@ from .timing import (
     Measured,
     Timing,
     Verdict,
-    lower_of_pairs,
+    across_pairs,
     remembered,
     with_first_seen,
     worth_a_second_look,
@@ -121,16 +121,20 @@ class Stages:
             verdict = with_first_seen(verdict, again, self.settings)
             stage[0] = "timing"
         if verdict.status == "ok" and verdict.measured.speedup < self.settings.confirm_below:
-            # Two processes running the same code can differ by several percent for their whole
-            # lives (where their memory lies, what ran in them before), which no number of rounds
-            # within the pair averages out: a small win must hold in a second pair too.
-            stage[0] = "second_pair"
-            cand, ref = pair()
-            cands.append(cand)
-            timings.append(Timing(self.settings, self.plan, self.gate, timings[0].trusted))
-            at("second_pair", self._load, cand, ref)
-            verdict = lower_of_pairs(verdict, at("second_pair", timings[1].measure, cand, ref, gpu_info),
-                                     self.settings)
+            # A small win is judged across more pairs of fresh workers (across_pairs).
+            stage[0] = "pairs"
+            pairs = [verdict]
+            across = None
+            while across is None:
+                cand, ref = pair()
+                cands.append(cand)
+                timings.append(Timing(self.settings, self.plan, self.gate, timings[0].trusted))
+                at("pairs", self._load, cand, ref)
+                pairs.append(at("pairs", timings[-1].measure, cand, ref, gpu_info))
+                across = across_pairs(pairs, self.settings)
+            # the first pair's first-seen figure stays
+            verdict = replace(across, measured=replace(across.measured,
+                                                       first_seen_speedup=verdict.measured.first_seen_speedup))
         return verdict, checked
 
     def _load(self, cand: Channel, ref: Channel) -> dict[str, Any] | None:

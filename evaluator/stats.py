@@ -55,6 +55,22 @@ def speedup_ci(base_rounds: Sequence[Sequence[float]], cand_rounds: Sequence[Seq
     return point, (quantile(meds, 0.025), quantile(meds, 0.975))
 
 
+# Student's t, two-sided 95%, by degrees of freedom (1-10): few samples, a wide interval.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def ratio_mean_ci(ratios: Sequence[float]) -> tuple[float, tuple[float, float]]:
+    """The geometric mean of independent ratios (each from its own experiment) and its 95% t interval,
+    from the spread of their logs; at least two ratios, at most eleven."""
+    if not 2 <= len(ratios) <= len(_T95) + 1 or min(ratios) <= 0:
+        raise ValueError("need two to eleven positive ratios")
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    mean = sum(logs) / n
+    half = _T95[n - 2] * math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1) / n)
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
+
+
 def total_ratio_ci(base: Sequence[float], cand: Sequence[float], weights: Sequence[float] | None = None,
                    resamples: int = 2000, seed: int = 0) -> tuple[float, tuple[float, float]]:
     """Ratio of the weighted total times of paired calls (the same input on both sides) and its 95%

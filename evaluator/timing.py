@@ -21,10 +21,12 @@ from .gate import Gate
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import EvalSettings
 from .protocol import Energy, Time, TimeReply
-from .stats import median, median_ci, speedup_ci, total_ratio_ci
+from .stats import median, median_ci, ratio_mean_ci, speedup_ci, total_ratio_ci
 from .verdict import Channel, Rejected
 
 BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
+# A small win is timed in at least PAIRS_FEWEST pairs of fresh workers, and at most PAIRS_MOST (across_pairs).
+PAIRS_FEWEST, PAIRS_MOST = 3, 6
 FIRST_SEEN_CHUNK = 8  # calls per batch in the first-seen timing: back to back, as the program makes them
 ENERGY_S = 0.3  # seconds of back-to-back calls over which each side's energy per call is read
 _rng = random.SystemRandom()
@@ -79,6 +81,7 @@ class Measured:
     speedup_ci95: tuple[float, float]
     baseline_median_s: float
     first_seen_speedup: float | None = None  # captured inputs: on calls neither side had run before
+    pair_speedups: list[float] = field(default_factory=list)  # a win timed in several pairs: each pair's
     gpu: dict[str, float | str] | None = None  # on CUDA: the device state and where the calls' time went
     energy_j: float | None = None
     energy_j_per_call: float | None = None
@@ -353,20 +356,30 @@ def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
                     "results by their arguments (captured inputs repeat)", stage="first_seen")
 
 
-def lower_of_pairs(first: Verdict, second: Verdict, settings: EvalSettings) -> Verdict:
-    """The verdict of a win timed in two pairs of workers: the pair with the lower speedup decides
-    (its figures are reported), and a win must hold in both."""
-    a, b = first.measured.speedup, second.measured.speedup
-    low = replace(second.measured if b < a else first.measured,
-                  first_seen_speedup=first.measured.first_seen_speedup)  # pair one's first-seen figure stays
-    pairs = f"the lower of two pairs of fresh workers: {a:.2f}x and {b:.2f}x"
-    if second.status == "ok":
-        ci = low.speedup_ci95
-        return Verdict("ok", f"{low.speedup:.2f}x faster (95% CI {ci[0]:.2f}-{ci[1]:.2f}; {pairs})", low)
-    ci = second.measured.speedup_ci95
-    return Verdict("not_faster", f"{b:.3f}x (95% CI {ci[0]:.3f}-{ci[1]:.3f}) in a second pair of fresh workers "
-                   f"after {a:.3f}x in the first: does not clear the {settings.threshold:.0%} threshold with its "
-                   "interval above 1 in both", low)
+def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None:
+    """The verdict of a win timed in several pairs of fresh workers, or None while another pair is needed.
+    Two processes running the same code differ by an amount fixed for their lives (where their memory
+    lies, what ran in them before), which rounds within one pair cannot average out: for a call of a
+    microsecond an identical copy measured 1.27x in one pair. So each pair is one sample, and the speedup
+    is the pairs' geometric mean with a t interval from their spread: ok where it clears the threshold
+    with its interval above 1, not_faster where the interval shows it cannot (or after PAIRS_MOST
+    pairs), and another pair otherwise (at least PAIRS_FEWEST)."""
+    speedups = [v.measured.speedup for v in pairs]
+    if len(speedups) < PAIRS_FEWEST:
+        return None
+    speedup, (lo, hi) = ratio_mean_ci(speedups)
+    won = speedup >= 1 + settings.threshold and lo > 1
+    if not won and hi >= 1 + settings.threshold and len(speedups) < PAIRS_MOST:
+        return None
+    times = [v.measured for v in pairs]
+    m = replace(times[0], speedup=speedup, speedup_ci95=(lo, hi), pair_speedups=speedups,
+                median_s=median([t.median_s for t in times]), baseline_median_s=median([t.baseline_median_s for t in times]))
+    each = ", ".join(f"{x:.2f}x" for x in speedups)
+    if won:
+        return Verdict("ok", f"{speedup:.2f}x faster (95% CI {lo:.2f}-{hi:.2f} across {len(speedups)} pairs of fresh "
+                       f"workers: {each})", m)
+    return Verdict("not_faster", f"{speedup:.3f}x (95% CI {lo:.3f}-{hi:.3f} across {len(speedups)} pairs of fresh "
+                   f"workers: {each}) does not clear the {settings.threshold:.0%} threshold with its interval above 1", m)
 
 
 def bound_of(gpu_time_s: Any, issue_s: Any, bytes_moved: int, copy_bandwidth: Any) -> str:

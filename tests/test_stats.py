@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from redline.evaluator.stats import geomean, median, quantile, speedup_ci
+from redline.evaluator.stats import geomean, median, quantile, ratio_mean_ci, speedup_ci
 
 
 def test_median_odd_even_and_unsorted() -> None:
@@ -48,3 +48,17 @@ def test_drift_shared_by_a_round_cancels() -> None:
     point, (lo, hi) = speedup_ci(base, cand)
     assert math.isclose(point, 2.0) and math.isclose(lo, 2.0) and math.isclose(hi, 2.0)
 
+
+
+def test_the_mean_of_independent_ratios_has_a_t_interval_of_their_logs() -> None:
+    point, (lo, hi) = ratio_mean_ci([1.1, 1.21])
+    assert point == pytest.approx((1.1 * 1.21) ** 0.5)
+    half = 12.706 * (math.log(1.21) - math.log(1.1)) / 2  # two ratios: sd / sqrt(2) is half their distance
+    assert (lo, hi) == (pytest.approx(point * math.exp(-half)), pytest.approx(point * math.exp(half)))
+    assert ratio_mean_ci([1.2, 1.2, 1.2]) == (pytest.approx(1.2), (pytest.approx(1.2), pytest.approx(1.2)))
+    # More agreeing samples, a narrower interval around the same centre.
+    few, many = ratio_mean_ci([1.1, 1.2, 1.15]), ratio_mean_ci([1.1, 1.2, 1.15] * 2)
+    assert many[1][1] - many[1][0] < few[1][1] - few[1][0]
+    for bad in ([1.1], [1.0] * 12, [1.1, 0.0]):
+        with pytest.raises(ValueError):
+            ratio_mean_ci(bad)
