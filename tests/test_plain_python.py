@@ -271,6 +271,22 @@ def test_a_compiled_method_replaces_itself_in_its_class(tmp_path: Path, qualname
 
 
 @pytest.mark.slow
+def test_a_method_calling_super_is_compiled_with_its_own_classs_super(tmp_path: Path) -> None:
+    """`super()` in a method compiled in a stand-in class would name the stand-in: it is compiled as
+    `super(Tally, self)`, whose next class after Tally is list's append on a subclass's instance too
+    (Shouting's and Tally's own append would count 1000 a word)."""
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "Tally.add", "--builtin", "cython", "--budget", "1",
+                      "--inputs", "plain_checksum.py::make_add_inputs")
+    (cand,) = compiled_candidates(doc)
+    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
+    assert "super().append(w.lower())" in cand["code"]  # the edit keeps the user's code as written
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Tally.add")
+    printed = run_applied(tmp_path, target, cand["code"], "t = m.Shouting()\nprint(t.add(['aB', '', 'c']), t)\n"
+                          "print(type(vars(m.Tally)['add']).__name__)")
+    assert printed.split("\n")[:2] == ["3 ['ab', 'c']", "cython_function_or_method"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("qualname, inputs, call, compiled", [
     # a module function: the compiled target calls its compiled copy; the module keeps its own
     ("checksum", "make_inputs", "print(m.checksum(m.make_inputs(3)[0]))",
@@ -315,19 +331,21 @@ def test_the_functions_compiled_with_a_target_are_those_whose_copy_behaves_as_th
             return plain(x) + cached(x) + collects(x) + counts(x) + aliased(x) + f(x) + len(x)
         class A:
             def m(self, x):
-                return self.step(x) + self.up(x) + plain(x) + other.step(x)
+                return self.step(x) + self.up(x) + self.down(x) + plain(x) + other.step(x)
             def step(self, x, end=None, sign=-1):
                 return self.last(x)
             def last(self, x):
                 return x
             def up(self, x):
-                return super().up(x)
+                return [super().up(y) for y in x]
+            def down(self, x):
+                return super().down(x)
     """
     assert callees(target_in(tmp_path, source, "f")) == [("plain", "def plain(x): return helper(x) + 1\n"),
                                                         ("helper", "def helper(x): return x\n")]
     found = callees(target_in(tmp_path, source, "A.m"))
-    assert [name for name, _ in found] == ["self.step", "plain", "self.last", "helper"]
-    assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"), limit=2)] == ["self.step", "plain"]
+    assert [name for name, _ in found] == ["self.step", "self.down", "plain", "self.last", "helper"]
+    assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"), limit=2)] == ["self.step", "self.down"]
 
 
 @pytest.mark.slow
@@ -355,7 +373,8 @@ def test_cython_is_skipped_with_its_reason_where_it_cannot_stand_in(tmp_path: Pa
     cases = {
         "import functools\n@functools.cache\ndef f(x):\n    return x\n": "a decorated function",
         "N = 0\ndef f(x):\n    global N\n    N += x\n": "it rebinds globals",
-        "class A:\n    def f(self):\n        return super().f()\n": "it uses zero-argument super()",
+        "class A:\n    def f(self):\n        return [super().f() for _ in 'ab']\n": "it uses zero-argument super() outside",
+        "class A:\n    def f(self):\n        return __class__\n": "it reads __class__",
         "N = 0\ndef bump():\n    global N\n    N += 1\ndef f(x):\n    return x + N\n": "it reads N, which the module",
     }
     for source, reason in cases.items():

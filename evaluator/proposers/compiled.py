@@ -89,14 +89,33 @@ class _RedlineCython(functools.partial):
                 lines.pop(0)
             return "".join(lines)
 
-        body = bare(text)
+        body = _RedlineCython.supers(bare(text), qualname.rpartition(".")[0])
         if types:
             typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
             body = f"@cython.locals({typed})\\n{body}"
         owner = qualname.rpartition(".")[0]
         if owner:
-            body = f"class {owner}:\\n" + textwrap.indent("\\n".join([body, *map(bare, methods)]), "    ")
+            body = f"class {owner}:\\n" + textwrap.indent(
+                "\\n".join([body, *(_RedlineCython.supers(bare(m), owner) for m in methods)]), "    ")
         return ("import cython\\n\\n" if types else "") + "".join(bare(f) + "\\n\\n" for f in functions) + body
+
+    @staticmethod
+    def supers(text, owner):
+        """A method's zero-argument `super()` calls written `super(Owner, self)`: compiled in a class of
+        the same name, the method's own class would be that class, not the one it takes its place in
+        (whose name the compiled module gives the real class)."""
+        import ast
+        if not owner or "super" not in text:
+            return text
+        fn = ast.parse(text).body[0]
+        lines = text.splitlines(keepends=True)
+        calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == "super" and not n.args and not n.keywords]
+        for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+            line = lines[call.lineno - 1].encode()
+            lines[call.lineno - 1] = (line[:call.col_offset] + f"super({owner}, {fn.args.args[0].arg})".encode()
+                                      + line[call.end_col_offset:]).decode()
+        return "".join(lines)
 
     @staticmethod
     def stored(owner, name):
@@ -108,6 +127,8 @@ class _RedlineCython(functools.partial):
     def called(self, fn, cls):
         """The functions named in the decorator, as (stored name, function, is a method): each only where
         it is still the module's own plain function, whose source is what gets compiled."""
+        if not self.calls:
+            return []
         import inspect
         found = []
         for call in self.calls:
@@ -184,6 +205,8 @@ class _RedlineCython(functools.partial):
         try:
             owner = fn.__qualname__.rpartition(".")[0]
             cls = fn.__globals__[owner] if owner else None
+            if "__class__" in fn.__code__.co_freevars and not any(v is self for v in vars(cls).values()):
+                raise LookupError(f"{owner} is not the class that defines {fn.__name__} (its super() would differ)")
             called = self.called(fn, cls)
             cache = os.environ.get("REDLINE_CYTHON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                               "redline-cython")
@@ -391,7 +414,7 @@ def _unsupported(t: Target) -> str | None:
     if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == t.fn.line and n.decorator_list
            for n in ast.walk(module)):
         return "a decorated function (its decorators would not apply to the compiled one)"
-    return _not_compiled(_function(t), _rebound(module))
+    return _not_compiled(_function(t), _rebound(module), method="." in t.qualname)
 
 
 def _rebound(module: ast.Module) -> set[str]:
@@ -399,20 +422,37 @@ def _rebound(module: ast.Module) -> set[str]:
     return {n for node in ast.walk(module) if isinstance(node, ast.Global) for n in node.names}
 
 
-def _not_compiled(fn: ast.FunctionDef | ast.AsyncFunctionDef, rebound: set[str]) -> str | None:
+def _not_compiled(fn: ast.FunctionDef | ast.AsyncFunctionDef, rebound: set[str], method: bool = False) -> str | None:
     """Why this def's compiled copy would not behave as it does (reading the module's globals from the
-    compiled module's copy of them), or None."""
+    compiled module's copy of them), or None. A method's zero-argument super() is compiled as
+    super(Owner, self) (HELPER's supers): only in the method's own body, where it has a first argument."""
     names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(fn)):
         return "it rebinds globals (the compiled function has its own)"
-    if "super" in names or "__class__" in names:
-        return "it uses zero-argument super()"
+    if "__class__" in names:
+        return "it reads __class__"
+    if "super" in names and not _plain_supers(fn, method):
+        return "it uses zero-argument super() outside a method's own body"
     dunders = sorted(n for n in names if n.startswith("__") and n.endswith("__"))
     if dunders:
         return f"it reads the module's {dunders[0]}"
     if rebound & names:
         return f"it reads {sorted(rebound & names)[0]}, which the module rebinds while it runs"
     return None
+
+
+def _plain_supers(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> bool:
+    """Whether every use of `super` is a call: with arguments, or without them in the body of a method
+    (not in a function, lambda or comprehension inside it) whose first argument is positional."""
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super"]
+    if len(calls) != sum(isinstance(n, ast.Name) and n.id == "super" for n in ast.walk(fn)):
+        return False  # super read other than to call it
+    bare = {id(n) for n in calls if not n.args and not n.keywords}
+    if bare and not (method and fn.args.args):
+        return False
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    scopes = [n for n in ast.walk(fn) if n is not fn and isinstance(n, nested)]
+    return not any(id(c) in bare for scope in scopes for c in ast.walk(scope))
 
 
 def _shared_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -460,7 +500,7 @@ def callees(t: Target, limit: int = 6) -> list[tuple[str, str]]:
                 (f"self.{f.attr}", methods.get(f.attr)) if isinstance(f, ast.Attribute) and me is not None
                 and isinstance(f.value, ast.Name) and f.value.id == me else ("", None))
             if node is None or name in found or name == own or node.decorator_list or not _shared_defaults(node) \
-                    or _not_compiled(node, rebound) or len(found) >= limit:
+                    or _not_compiled(node, rebound, name.startswith("self.")) or len(found) >= limit:
                 continue
             found[name] = "".join(lines[node.lineno - 1:node.end_lineno])
             queue.append((node, name.startswith("self.")))

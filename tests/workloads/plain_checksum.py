@@ -103,6 +103,30 @@ class Tokeniser:
         self.__words += 1
 
 
+class Tally(list):
+    """Words kept as they are added; `append` counts what others append, `add` counts its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0
+
+    def append(self, word):
+        self.total += 1000
+        super().append(word)
+
+    def add(self, words):
+        for w in words:
+            if w:
+                super().append(w.lower())  # list's own append: Tally's is not this class's super
+                self.total += len(w)
+        return self.total
+
+
+class Shouting(Tally):
+    def append(self, word):
+        super().append(word.upper())
+
+
 def make_inputs(seed):
     rnd = random.Random(seed)
     return (["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(1, 12)))
@@ -144,3 +168,9 @@ def make_render_inputs(seed):
     rnd = random.Random(seed)
     return ["".join(rnd.choice("abcdefgh") for _ in range(rnd.randint(1, 8))) for _ in range(3000)], \
         rnd.choice(["plain", "bold"])
+
+
+def make_add_inputs(seed):
+    rnd = random.Random(seed)
+    return (Shouting() if seed % 2 else Tally()), ["".join(rnd.choice("abcDEF") for _ in range(rnd.randint(0, 6)))
+                                                     for _ in range(2000)]
