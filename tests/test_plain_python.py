@@ -271,6 +271,22 @@ def test_a_compiled_method_replaces_itself_in_its_class(tmp_path: Path, qualname
 
 
 @pytest.mark.slow
+def test_a_method_an_abc_reads_while_making_its_class_is_compiled_once_the_class_is_named(tmp_path: Path) -> None:
+    """ABCMeta reads `Longer.__call__` (abstract in Rule) on the new class before the module binds the
+    name `Longer`: compiling then found no class (KeyError) and left the method plain Python for good,
+    with a warning, though the sandbox, which puts the candidate in the finished class, verified it
+    (marshmallow's And.__call__)."""
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "Longer.__call__", "--builtin", "cython", "--budget", "1",
+                      "--inputs", "plain_checksum.py::make_longer_inputs")
+    (cand,) = compiled_candidates(doc)
+    assert cand["status"] in ("ok", "not_faster"), cand["reason"]
+    target = locate_target(tmp_path / "work" / "plain_checksum.py", "Longer.__call__")
+    printed = run_applied(tmp_path, target, cand["code"], "print(m.Longer(2)(['abc', 'ab', 'abcd']))\n"
+                          "print(type(vars(m.Longer)['__call__']).__name__)")  # a fallback's warning fails the call
+    assert printed.split("\n")[:2] == ["['abc', 'abcd']", "cython_function_or_method"]
+
+
+@pytest.mark.slow
 def test_a_method_calling_super_is_compiled_with_its_own_classs_super(tmp_path: Path) -> None:
     """`super()` in a method compiled in a stand-in class would name the stand-in: it is compiled as
     `super(Tally, self)`, whose next class after Tally is list's append on a subclass's instance too

@@ -70,6 +70,10 @@ class _RedlineCython(functools.partial):
         return (self.compiled or self.load())(*args, **kwargs)
 
     def __get__(self, instance, owner):
+        if self.compiled is None and self.fn.__qualname__.rpartition(".")[0] not in self.fn.__globals__:
+            # Its class is still being made (ABCMeta reads the abstract methods' names on the new class):
+            # the function itself until then, compiled on a use once the module has named the class.
+            return self.fn.__get__(instance, owner)
         compiled = self.compiled or self.load()
         for cls in owner.__mro__:  # a method: the compiled one takes its place in its class
             for name, value in list(vars(cls).items()):

@@ -2,6 +2,7 @@
 in a module function it calls), and a method that keeps private (name-mangled) state."""
 
 import random
+from abc import ABC, abstractmethod
 
 WEIGHTS = {c: i % 7 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
 
@@ -127,6 +128,25 @@ class Shouting(Tally):
         super().append(word.upper())
 
 
+class Rule(ABC):
+    @abstractmethod
+    def __call__(self, words): ...
+
+
+class Longer(Rule):
+    """A method that an ABC reads while its class is made, before the module has named the class."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self, words):
+        out = []
+        for w in words:
+            if len(w) > self.n:
+                out.append(w)
+        return out
+
+
 def make_inputs(seed):
     rnd = random.Random(seed)
     return (["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(1, 12)))
@@ -174,3 +194,8 @@ def make_add_inputs(seed):
     rnd = random.Random(seed)
     return (Shouting() if seed % 2 else Tally()), ["".join(rnd.choice("abcDEF") for _ in range(rnd.randint(0, 6)))
                                                      for _ in range(2000)]
+
+
+def make_longer_inputs(seed):
+    rnd = random.Random(seed)
+    return Longer(rnd.randint(1, 5)), ["".join(rnd.choice("abc") for _ in range(rnd.randint(0, 8))) for _ in range(3000)]
