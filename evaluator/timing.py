@@ -119,11 +119,11 @@ class Timing:
         return reply
 
     def first_seen_applies(self) -> bool:
-        """Whether the candidate is timed on calls first seen (captured inputs). Too few distinct
-        calls (InputPlan.few_distinct_calls) leave nothing to warm up on that the timed calls do not share, so a first call's one-time
-        set-up (a compiled module loaded, a JIT's compilation) would read as remembering: redline's own
-        candidates, which remember nothing the target does not (where it does, so does the reference),
-        are then judged by the repeated rounds alone."""
+        """Whether the candidate is timed on calls first seen (captured inputs). Too few distinct calls
+        (InputPlan.few_distinct_calls) leave nothing to warm up on that the timed calls do not share, so
+        a first call's one-time set-up (a compiled module loaded, a JIT's compilation) would read as
+        remembering: redline's own candidates, which remember nothing the target does not (where it does,
+        so does the reference), are then judged by the repeated rounds alone."""
         return self.plan.captured and not (self.trusted and self.plan.few_distinct_calls())
 
     def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
