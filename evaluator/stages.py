@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any, Protocol, TypeVar
 
 from .gate import Checked, Gate
@@ -132,9 +132,7 @@ class Stages:
                 at("pairs", self._load, cand, ref)
                 pairs.append(at("pairs", timings[-1].measure, cand, ref, gpu_info))
                 across = across_pairs(pairs, self.settings)
-            # the first pair's first-seen figure stays
-            verdict = replace(across, measured=replace(across.measured,
-                                                       first_seen_speedup=verdict.measured.first_seen_speedup))
+            verdict = across
         return verdict, checked
 
     def _load(self, cand: Channel, ref: Channel) -> dict[str, Any] | None:

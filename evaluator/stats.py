@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable, Sequence
 
 
@@ -65,9 +66,8 @@ def ratio_mean_ci(ratios: Sequence[float]) -> tuple[float, tuple[float, float]]:
     if not 2 <= len(ratios) <= len(_T95) + 1 or min(ratios) <= 0:
         raise ValueError("need two to eleven positive ratios")
     logs = [math.log(r) for r in ratios]
-    n = len(logs)
-    mean = sum(logs) / n
-    half = _T95[n - 2] * math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1) / n)
+    mean = statistics.fmean(logs)
+    half = _T95[len(logs) - 2] * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
 
 

@@ -10,6 +10,7 @@ shape, total times for a mix of captured calls), with a bootstrap interval over 
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -81,7 +82,7 @@ class Measured:
     speedup_ci95: tuple[float, float]
     baseline_median_s: float
     first_seen_speedup: float | None = None  # captured inputs: on calls neither side had run before
-    pair_speedups: list[float] = field(default_factory=list)  # a win timed in several pairs: each pair's
+    pair_speedups: list[float] = field(default_factory=list)  # a win timed in several pairs: each pair's speedup
     gpu: dict[str, float | str] | None = None  # on CUDA: the device state and where the calls' time went
     energy_j: float | None = None
     energy_j_per_call: float | None = None
@@ -371,9 +372,11 @@ def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None
     won = speedup >= 1 + settings.threshold and lo > 1
     if not won and hi >= 1 + settings.threshold and len(speedups) < PAIRS_MOST:
         return None
-    times = [v.measured for v in pairs]
-    m = replace(times[0], speedup=speedup, speedup_ci95=(lo, hi), pair_speedups=speedups,
-                median_s=median([t.median_s for t in times]), baseline_median_s=median([t.baseline_median_s for t in times]))
+    # The call times (and device figures) of the pair nearest the mean, as it measured them; the first
+    # pair's first-seen figure (only it times first-seen calls).
+    nearest = min((v.measured for v in pairs), key=lambda t: abs(math.log(t.speedup / speedup)))
+    m = replace(nearest, speedup=speedup, speedup_ci95=(lo, hi), pair_speedups=speedups,
+                first_seen_speedup=pairs[0].measured.first_seen_speedup)
     each = ", ".join(f"{x:.2f}x" for x in speedups)
     if won:
         return Verdict("ok", f"{speedup:.2f}x faster (95% CI {lo:.2f}-{hi:.2f} across {len(speedups)} pairs of fresh "

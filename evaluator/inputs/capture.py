@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...profilers.record import child_stdio, redline_dir
 from .store import (
@@ -36,6 +36,9 @@ from .store import (
     store_dir,
     write_private,
 )
+
+if TYPE_CHECKING:
+    from ..target import Located
 
 RECORDER = Path(__file__).with_name("recorder")
 _PYTHON = re.compile(r"^python[\d.]*$")
@@ -67,12 +70,17 @@ class CaptureResult:
 
 def capture_target(spec: str) -> CaptureTarget:
     """Parse FILE::QUALNAME for capture; the function must exist in the file."""
-    from ..target import TargetError, locate, module_name_of, project_root
+    from ..target import TargetError, locate
 
     try:
-        found = locate(spec)
+        return _target_of(locate(spec), spec)
     except TargetError as exc:
         raise CaptureError(str(exc))
+
+
+def _target_of(found: Located, spec: str) -> CaptureTarget:
+    from ..target import module_name_of, project_root
+
     if "<locals>" in found.qualname:
         raise CaptureError(f"{spec}: a function defined inside another function cannot be captured")
     root = project_root(found.file)
@@ -366,10 +374,8 @@ def latest_trace(root: Path) -> Path | None:
 _UNRECORDED = ("classmethod", "property", "functools.cached_property", "cached_property")
 
 
-def _not_recorded(spec: str) -> bool:
-    from ..target import locate
-
-    return any(d.split("(")[0].strip() in _UNRECORDED or d.endswith(".setter") for d in locate(spec).fn.decorators)
+def _not_recorded(found: Located) -> bool:
+    return any(d.split("(")[0].strip() in _UNRECORDED or d.endswith(".setter") for d in found.fn.decorators)
 
 
 def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
@@ -377,6 +383,8 @@ def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
     (own time plus the libraries they call): the ones a change to the user's code can speed up, and
     whose calls the recorder can keep (not class methods or properties)."""
     from redline.profilers import ParseError, report
+
+    from ..target import TargetError, locate
 
     trace = latest_trace(root)
     if trace is None:
@@ -393,11 +401,13 @@ def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
             break
         if h.function.startswith("__") and "." not in h.function:
             continue  # a module's own hook (__getattr__ importing lazily), not code a user optimises
+        spec = f"{root / h.file}::{h.function}"
         try:
-            t = capture_target(f"{root / h.file}::{h.function}")
-        except CaptureError:
+            found = locate(spec)
+            t = _target_of(found, spec)
+        except (TargetError, CaptureError):
             continue  # a frame that is not a function of the file (module level, a lambda)
-        if _not_recorded(f"{root / h.file}::{h.function}"):
+        if _not_recorded(found):
             continue  # the next hottest instead: `--top N` keeps calls of N functions where it can
         if t not in out:
             out.append(t)

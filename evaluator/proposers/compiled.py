@@ -70,7 +70,8 @@ class _RedlineCython(functools.partial):
         return (self.compiled or self.load())(*args, **kwargs)
 
     def __get__(self, instance, owner):
-        if self.compiled is None and self.fn.__qualname__.rpartition(".")[0] not in self.fn.__globals__:
+        owner_name = self.fn.__qualname__.rpartition(".")[0]
+        if self.compiled is None and owner_name and owner_name not in self.fn.__globals__:
             # Its class is still being made (ABCMeta reads the abstract methods' names on the new class):
             # the function itself until then, compiled on a use once the module has named the class.
             return self.fn.__get__(instance, owner)
@@ -93,11 +94,11 @@ class _RedlineCython(functools.partial):
                 lines.pop(0)
             return "".join(lines)
 
-        body = _RedlineCython.supers(bare(text), qualname.rpartition(".")[0])
+        owner = qualname.rpartition(".")[0]
+        body = _RedlineCython.supers(bare(text), owner)
         if types:
             typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
             body = f"@cython.locals({typed})\\n{body}"
-        owner = qualname.rpartition(".")[0]
         if owner:
             body = f"class {owner}:\\n" + textwrap.indent(
                 "\\n".join([body, *(_RedlineCython.supers(bare(m), owner) for m in methods)]), "    ")
