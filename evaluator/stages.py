@@ -25,6 +25,7 @@ from .timing import (
     Timing,
     Verdict,
     across_pairs,
+    needs_pairs,
     remembered,
     with_first_seen,
     worth_a_second_look,
@@ -114,14 +115,13 @@ class Stages:
             cands.append(cand)
             at("load", self._load, cand, ref)
         stage[0] = "timing"
-        verdict = at("timing", timings[0].measure, cand, ref, gpu_info)
+        verdict = seen = at("timing", timings[0].measure, cand, ref, gpu_info)
         if first is not None:
             stage[0] = "first_seen"
-            again = at("first_seen", self._first_seen_of, timings[0], verdict, first, pair, cands)
-            verdict = with_first_seen(verdict, again, self.settings)
+            again = at("first_seen", self._first_seen_of, timings[0], seen, first, pair, cands)
+            verdict = with_first_seen(seen, again, self.settings)
             stage[0] = "timing"
-        if verdict.status == "ok" and verdict.measured.speedup < self.settings.confirm_below:
-            # A small win is judged across more pairs of fresh workers (across_pairs).
+        if needs_pairs(seen, verdict, self.settings):
             stage[0] = "pairs"
             pairs = [verdict]
             across = None

@@ -357,6 +357,17 @@ def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
                     "results by their arguments (captured inputs repeat)", stage="first_seen")
 
 
+def needs_pairs(seen: Verdict, verdict: Verdict, settings: EvalSettings) -> bool:
+    """Whether a verdict is judged across more pairs of fresh workers (across_pairs): a win below
+    `confirm_below`, and a speedup that clears the threshold while its interval in this one pair reaches
+    1 (a burst of load on the machine in some rounds: undecided, not a loss). Not where first-seen calls
+    decided `verdict` (they were timed in two pairs already, and later pairs time repeated calls only):
+    its figure is then not `seen`'s."""
+    if verdict.measured.speedup != seen.measured.speedup or verdict.measured.speedup < 1 + settings.threshold:
+        return False
+    return verdict.status == "not_faster" or verdict.measured.speedup < settings.confirm_below
+
+
 def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None:
     """The verdict of a win timed in several pairs of fresh workers, or None while another pair is needed.
     Two processes running the same code differ by an amount fixed for their lives (where their memory

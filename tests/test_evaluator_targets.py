@@ -391,6 +391,29 @@ def test_pairs_that_disagree_as_an_identical_copys_do_are_not_a_win() -> None:
     assert won.measured.median_s == measured(1.13, (1, 1)).median_s and won.measured.baseline_median_s == 1e-3
 
 
+def test_a_speedup_whose_one_pair_interval_reaches_1_is_judged_across_pairs() -> None:
+    """torch's causal attention rewrite measured 1.88x (95% CI 0.86-2.13) in one pair on a busy 2-core CI
+    machine and was turned away: a speedup that clears the threshold with an interval reaching 1 is
+    undecided, so more pairs decide it. A loss, an identical copy's 1.01x and a large win do not need
+    them; nor does a verdict first-seen calls decided (timed in two pairs already)."""
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.timing import Verdict, judged, needs_pairs
+
+    settings = EvalSettings()
+
+    def timed(x: float, ci: tuple[float, float]) -> Verdict:
+        return judged(measured(x, ci), "", settings)
+
+    noisy = timed(1.88, (0.86, 2.13))
+    assert noisy.status == "not_faster" and needs_pairs(noisy, noisy, settings)
+    small, large = timed(1.2, (1.1, 1.3)), timed(3.1, (3.0, 3.2))
+    assert needs_pairs(small, small, settings) and not needs_pairs(large, large, settings)
+    for settled in (timed(1.01, (0.97, 1.05)), timed(0.6, (0.5, 0.7))):
+        assert settled.status == "not_faster" and not needs_pairs(settled, settled, settings)
+    by_first_seen = judged(measured(1.12, (0.9, 1.3)), "; on first-seen calls", settings)
+    assert not needs_pairs(small, by_first_seen, settings)
+
+
 def measured(speedup: float, ci: tuple[float, float], first_seen: float | None = None) -> Any:
     """Timing figures as the timing stage reports them (a 1 ms baseline)."""
     from redline.evaluator.timing import Measured
