@@ -170,6 +170,11 @@ class _Walk:
         if k == "atom":
             _atoms(r, g, _Where(path), rtol, atol)
             return []
+        if k == "back":
+            if g["back"] != r["back"]:
+                raise Mismatch(f"{_text(path)} refers to another object than the reference's does (graphs up, index: "
+                               f"{g['back']}, the reference's {r['back']})")
+            return []
         if k == "array":
             _arrays(r, g, _text(path), rtol, atol, o)
             return []

@@ -237,6 +237,35 @@ def test_objects_holding_closures_lambdas_and_local_classes_are_captured_and_opt
     assert got["wrong"]["status"] == "incorrect" and ".calls is" in got["wrong"]["reason"], got["wrong"]["reason"]
 
 
+def test_state_a_metaclass_puts_on_the_class_when_it_is_first_used_is_captured(tmp_path: Path) -> None:
+    """The lexer's metaclass compiles its rules onto the class when the first lexer is made (pygments'
+    lexers build `_tokens` so). pickle writes the class by name and the sandbox imports it fresh, so
+    without that state every call raised AttributeError there and nothing could be judged: the
+    snapshot now carries what the program set on the class after its definition ran."""
+    report, got = capture_and_judge(
+        tmp_path, "made_once", "lexing.py::Lexer.lex", "kept 30 of 30 calls",
+        copy="def lex(self, text):\n    return [(next((k for k, rx in self._compiled if rx.fullmatch(p)), 'other'), p)"
+             " for p in text.split()]\n",
+        wrong="def lex(self, text):\n    return [(next((k for k, rx in self._compiled if rx.match(p)), 'other'), p)"
+              " for p in text.split()]\n")
+    assert report["inputs"]["calls"] == 30 and report["inputs"]["excluded"] == 0, report["inputs"]
+    assert got["copy"]["status"] in ("ok", "not_faster"), got["copy"]["reason"]
+    assert got["wrong"]["status"] == "incorrect", got["wrong"]["reason"]  # 'x1' matches as a word
+
+
+def test_an_object_whose_class_new_wants_arguments_is_captured(tmp_path: Path) -> None:
+    """`Template.__new__(cls, source)` (as jinja2's): pickle's default makes the object again with
+    `cls.__new__(cls)`, which raised in the sandbox; the snapshot makes it as its built-in base does and
+    restores its state."""
+    report, got = capture_and_judge(
+        tmp_path, "made_once", "lexing.py::Template.render", "kept 30 of 30 calls",
+        copy="def render(self, **values):\n    return self.source.format(**values)\n",
+        wrong="def render(self, **values):\n    return self.source.format_map(values).rstrip('s')\n")
+    assert report["inputs"]["calls"] == 30 and report["inputs"]["excluded"] == 0, report["inputs"]
+    assert got["copy"]["status"] == "not_faster", got["copy"]["reason"]
+    assert got["wrong"]["status"] == "incorrect", got["wrong"]["reason"]
+
+
 def test_a_function_fed_a_generator_is_replayed_on_the_items_it_took(tmp_path: Path) -> None:
     report, got = capture_and_judge(
         tmp_path, "generators.py", "gen.py::longest", "kept 5 of 5 calls", script="gen.py",
@@ -513,13 +542,22 @@ if __name__ == "__main__":
 '''
 
 
-def test_the_hottest_functions_chosen_to_capture_are_ones_whose_calls_can_be_kept(tmp_path: Path) -> None:
-    """A class method is the hottest function, but the recorder does not wrap class methods (a capture of
-    it keeps no calls): `redline capture --top 1` takes the next hottest instead."""
+# The hottest function memoised (pygments' HtmlFormatter._translate_parts): its calls mostly never reach
+# its code, and the recorder does not wrap it.
+HOT_MEMOISED = HOT_CLASSMETHOD.replace("import time\n", "import functools\nimport time\n").replace(
+    "    @classmethod\n    def split(cls, n):", "    @staticmethod\n    @functools.lru_cache(maxsize=None)\n"
+    "    def split(n):").replace("    while time.perf_counter() < end:\n        Tokens.split(90_000)",
+                            "    k = 0\n    while time.perf_counter() < end:\n        k += 1\n        Tokens.split(90_000 + k)")
+
+
+@pytest.mark.parametrize("program", [HOT_CLASSMETHOD, HOT_MEMOISED], ids=["classmethod", "lru_cache"])
+def test_the_hottest_functions_chosen_to_capture_are_ones_whose_calls_can_be_kept(tmp_path: Path, program: str) -> None:
+    """A class method (or a memoised function) is the hottest function, but the recorder does not wrap it
+    (a capture of it keeps no calls): `redline capture --top 1` takes the next hottest instead."""
     from redline.evaluator.inputs.capture import hot_targets
     from redline.profilers import report
 
-    (tmp_path / "prog.py").write_text(HOT_CLASSMETHOD)
+    (tmp_path / "prog.py").write_text(program)
     prof = redline("profile", "--", sys.executable, "prog.py", cwd=tmp_path)
     assert prof.returncode == 0, prof.stderr[-2000:]
     trace, targets = hot_targets(tmp_path, 1)

@@ -144,6 +144,47 @@ def test_sharing_and_cycles_are_compared_as_structure() -> None:
     assert verdict([weakref.ref(t1)], [weakref.ref(t1)]) == "equal"
 
 
+class Kind(tuple):
+    """pygments' token types: a tuple whose instances hold their parent and a set of their subtypes."""
+
+    parent: Any = None
+
+    def __init__(self, *args: Any) -> None:
+        self.subtypes: set[Kind] = set()
+
+    def child(self, name: str) -> Kind:
+        new = Kind((*self, name))
+        new.parent = self
+        self.subtypes.add(new)
+        return new
+
+
+def kinds(*leaf_names: str) -> Kind:
+    root = Kind()
+    for name in ("Name", "Number", "Text"):
+        node = root.child(name)
+        for leaf in leaf_names:
+            node.child(leaf)
+    return root
+
+
+def test_sets_in_a_tree_linked_both_ways_are_compared_once_each() -> None:
+    """A set's members are encoded as graphs of their own (their order is their JSON's); a member's link
+    back to the object whose set holds it refers to that object in the enclosing graph. Encoded in place
+    again, pygments' token types (each holding its parent and a set of its children) were walked until
+    the encoder's budget ran out, for every token of a lexer's output: the reference timed out."""
+    a, b = kinds("Builtin", "Class", "Function"), kinds("Builtin", "Class", "Function")
+    tokens = [(i, kind, "x") for i, kind in enumerate(sorted(a.subtypes) * 50)]
+    assert verdict(tokens, [(i, kind, "x") for i, kind in enumerate(sorted(b.subtypes) * 50)]) == "equal"
+    # Each token type's graph once: the 150 tokens' encoding stays small (it grew to the encoder's budget).
+    assert len(json.dumps(encode(tokens))) < 40_000
+    assert verdict(a, kinds("Builtin", "Class", "Other")).startswith("differ")
+    moved = kinds("Builtin", "Class", "Function")
+    leaf = next(iter(next(iter(moved.subtypes)).subtypes))
+    leaf.parent = moved  # the same labels, a link to another object
+    assert verdict(a, moved).startswith("differ")
+
+
 def test_ten_thousand_links_without_recursion_and_the_path_shortened() -> None:
     def chain(n: int, last: int) -> dict[str, Any]:
         head: dict[str, Any] = {"v": 0}

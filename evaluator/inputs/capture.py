@@ -370,8 +370,10 @@ def latest_trace(root: Path) -> Path | None:
 
 
 # Decorators that make a def something the recorder does not wrap (it records plain functions, methods
-# and static methods; a class method's calls carry the class, a property's are attribute reads).
-_UNRECORDED = ("classmethod", "property", "functools.cached_property", "cached_property")
+# and static methods; a class method's calls carry the class, a property's are attribute reads, and a
+# memoised function's calls mostly never reach its code).
+_UNRECORDED = ("classmethod", "property", "functools.cached_property", "cached_property", "functools.lru_cache",
+               "lru_cache", "functools.cache", "cache")
 
 
 def _not_recorded(found: Located) -> bool:

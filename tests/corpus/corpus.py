@@ -49,6 +49,10 @@ LIBRARIES = [
     Library("marshmallow", ("marshmallow",), 6000, "schemas and field objects, validation errors"),
     Library("pycparser", ("pycparser",), 400, "AST nodes in __slots__, lexer tokens, coordinates"),
     Library("sortedcontainers", ("sortedcontainers",), 120, "methods that change their object's lists in place"),
+    Library("pygments", ("pygments",), 400, "regex lexers yielding tokens from generators, token types"),
+    Library("tomli", ("tomli",), 5000, "a parser passing positions through str, dates, nested tables"),
+    Library("PyYAML", ("yaml",), 400, "scanner, parser and composer objects, marks, events"),
+    Library("jinja2", ("jinja2",), 2500, "a compiled template's runtime: contexts, loop objects, Markup"),
 ]
 
 
@@ -192,6 +196,7 @@ def planted(source: str, name: str, keys: set[int]) -> str:
 KEYS_OF_STORE = '''
 import io, json, pickle, sys
 from pathlib import Path
+sys.path.append(sys.argv[3])  # the recorder, whose names a snapshot may hold (a class with the state it was given)
 ns = {}
 exec(sys.argv[2], ns)
 keys = []
@@ -211,7 +216,8 @@ def planted_keys(work: Path, store: Path) -> tuple[set[int], int]:
     rewrite gets wrong, and how many captured calls have them. Read from the store in a process like the
     sandbox's (the workspace importable, the same hash seed)."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(work)}
-    out = subprocess.run([sys.executable, "-c", KEYS_OF_STORE, str(store), KEY], cwd=work, capture_output=True,
+    recorder = Path(__file__).resolve().parents[2] / "evaluator" / "inputs" / "recorder"
+    out = subprocess.run([sys.executable, "-c", KEYS_OF_STORE, str(store), KEY, str(recorder)], cwd=work, capture_output=True,
                          text=True, env=env, timeout=300)
     if out.returncode != 0:
         return set(), 0

@@ -182,8 +182,9 @@ class _Encoder:
     """One value's graph, built breadth first without recursion; every object met is kept alive until
     the end, so no id is reused for another object while it is being encoded."""
 
-    def __init__(self, digest: bool) -> None:
+    def __init__(self, digest: bool, outer: _Encoder | None = None) -> None:
         self.digest = digest
+        self.outer = outer  # the graph whose set this one is a member of (members)
         self.nodes: list[Any] = []
         self.memo: dict[int, int] = {}
         self.keep: list[Any] = []
@@ -215,6 +216,9 @@ class _Encoder:
         i = self.memo.get(id(v))
         if i is not None:
             return i
+        back = self.enclosing(v, t)
+        if back is not None:
+            return back
         if self.count > BUDGET:
             return {"t": _qualified(t), "unsupported": f"the value holds more than {BUDGET:,} objects"}
         i = _len(self.nodes)
@@ -223,6 +227,18 @@ class _Encoder:
         self.keep.append(v)
         self.todo.append((i, v))
         return i
+
+    def enclosing(self, v: Any, t: type) -> dict[str, Any] | None:
+        """A set member's reference to an object an enclosing graph already holds (a child's link to its
+        parent, whose set of children is being encoded): where it is there, as `back`. Encoded again
+        in place, a tree linked both ways would be walked without end."""
+        outer, up = self.outer, 1
+        while outer is not None:
+            i = outer.memo.get(id(v))
+            if i is not None:
+                return {"t": _qualified(t), "back": [up, i]}
+            outer, up = outer.outer, up + 1
+        return None
 
     def by_value(self, v: Any, t: type) -> dict[str, Any] | None:
         """Values equal by what they denote, written in place: enum members, classes, functions,
@@ -285,7 +301,7 @@ class _Encoder:
         """A set's items, each its own graph, in the order of their JSON: equal sets encode alike."""
         subs = []
         for x in s:
-            sub = _Encoder(self.digest)
+            sub = _Encoder(self.digest, self)
             sub.count = self.count
             subs.append(sub.run(x))
             self.count = sub.count

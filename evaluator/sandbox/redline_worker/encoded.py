@@ -33,6 +33,9 @@ graphs are compared as structures, aliasing included. Each node has `t`, the obj
   request's sample seed, and `sampled` holds that seed, the element count, float64 sums of the values
   and of their magnitudes over every element, and NaN and infinity counts.
 - `objects` (NumPy arrays of Python objects): `object: true`, `shape`, and `v`, the children.
+- `back`: inside a set member's own graph, an object that an enclosing graph already holds (a
+  child's link to the parent whose set of children holds it): `back`, [how many graphs up, its index
+  there]. Two such references are the same where they point at the same place.
 - `unsupported`: `unsupported`, why redline cannot describe the value (it cannot be pickled and
   holds no state of its own, or the graph is larger than the encoder's budget). A comparison that
   meets one stops as redline's limit, never as a difference.
@@ -45,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-Kind = Literal["atom", "items", "mapping", "object", "reduce", "array", "objects", "unsupported"]
+Kind = Literal["atom", "items", "mapping", "object", "reduce", "array", "objects", "back", "unsupported"]
 ITEMS = ("builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset")
 SETS = ("builtins.set", "builtins.frozenset")
 MAPPING = "builtins.dict"
@@ -58,6 +61,8 @@ def kind(e: dict[str, Any]) -> Kind:
         return "unsupported"
     if "reduce" in e:
         return "reduce"
+    if "back" in e:
+        return "back"
     if "attrs" in e:
         return "object"
     if e.get("object"):

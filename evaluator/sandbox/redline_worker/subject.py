@@ -135,12 +135,37 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown reference {pid!r} in a captured call")
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("_redline_capture", "_class_with_state"):
+            return self._class_with_state
+        if (module, name) == ("_redline_capture", "_new_bare"):
+            return _new_bare
         if module in ("__main__", getattr(self.subject, "captured_module", None)):
             found = resolve(self.subject.module, name)
         else:
             found = super().find_class(module, name)
         _restored_natively(found)
         return found
+
+
+    def _class_with_state(self, module: str, qualname: str, state: dict[str, Any]) -> Any:
+        """A class with the attributes the program had set on it after its definition ran (the recorder's
+        _class_state: caches built on the class by a metaclass or a first instance), set here where this
+        process's class lacks them; what its own import made is kept."""
+        cls = self.find_class(module, qualname)
+        if _isinstance(cls, type) and _isinstance(state, dict):
+            for name, value in state.items():
+                if _isinstance(name, str) and name not in vars(cls):
+                    setattr(cls, name, value)
+        return cls
+
+
+def _new_bare(cls: Any) -> Any:
+    """An instance of a class whose own `__new__` wants arguments pickle did not keep (the recorder's
+    _new_bare), made as its nearest built-in base makes one; its state is restored after."""
+    if not _isinstance(cls, type):
+        raise pickle.UnpicklingError(f"cannot make an instance of {cls!r}")
+    base = next(b for b in cls.__mro__ if not b.__flags__ & _HEAPTYPE)
+    return base.__new__(cls)
 
 
 _HOLDER = "__redline_holder__"
