@@ -21,6 +21,7 @@ import ast
 import atexit
 import copy
 import copyreg
+import enum
 import functools
 import hashlib
 import importlib
@@ -255,13 +256,13 @@ def _target_packages() -> set[str]:
     return {m.split(".")[0] for m in (r.module for r in _RECORDERS.values()) if m and m != "__main__"}
 
 
-def _class_with_state(module: str, qualname: str, state: dict[str, Any]) -> type:
+def _class_with_state(module: str, qualname: str, state: bytes) -> type:
     """A class pickled with the attributes the program gave it after its definition ran (_class_state).
     The worker's unpickler maps this name to its own restore; here it is the same, for completeness."""
     cls: Any = importlib.import_module(module)
     for part in qualname.split("."):
         cls = getattr(cls, part)
-    for name, value in state.items():
+    for name, value in pickle.loads(state).items():
         if name not in vars(cls):
             setattr(cls, name, value)
     return cls
@@ -277,95 +278,75 @@ def _new_bare(cls: type) -> Any:
 
 _HEAPTYPE_FLAG = 1 << 9
 _NEWOBJ = vars(copyreg)["__newobj__"]  # what the default reduce makes an instance with: cls.__new__(cls)
-_BARE: dict[type, bool] = {}
 
 
-def _wants_arguments(t: type) -> bool:
-    """Whether instances of `t` are pickled by its default reduce, which makes them again by calling
-    `t.__new__(t)`, while its own `__new__` requires arguments (jinja2's Template): that unpickling raises."""
-    known = _BARE.get(t)
-    if known is None:
-        known = False
+_A_CLASS, _A_MATCH, _NEW_WANTS_ARGUMENTS = 1, 2, 3
+_SPECIAL: dict[type, int] = {}  # per type of object met by the snapshot pickler: what applies to it (0: nothing)
+
+
+def _special(t: type) -> int:
+    """What the snapshot pickler does with objects of type `t` (cached in _SPECIAL): a class (not an
+    enum's, whose members are its state by design) may carry what the program set on it (_class_state);
+    a regex match is made again; an instance whose default reduce makes it again with `t.__new__(t)`,
+    while its own `__new__` requires arguments (jinja2's Template), is made by _new_bare."""
+    special = 0
+    if issubclass(t, type):
+        special = 0 if issubclass(t, enum.EnumMeta) else _A_CLASS
+    elif t is re.Match:
+        special = _A_MATCH
+    elif t.__flags__ & _HEAPTYPE_FLAG and t.__reduce_ex__ is object.__reduce_ex__ and t.__reduce__ is object.__reduce__ \
+            and not hasattr(t, "__getnewargs_ex__") and not hasattr(t, "__getnewargs__"):
         new = inspect.getattr_static(t, "__new__", None)
-        if t.__flags__ & _HEAPTYPE_FLAG and not issubclass(t, type) and isinstance(new, staticmethod) and t.__reduce_ex__ is object.__reduce_ex__ \
-                and t.__reduce__ is object.__reduce__ and not hasattr(t, "__getnewargs_ex__") \
-                and not hasattr(t, "__getnewargs__"):
-            try:
-                params = list(inspect.signature(new.__func__).parameters.values())[1:]
-            except (TypeError, ValueError):
-                params = []
-            known = any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
-        _BARE[t] = known
-    return known
+        try:
+            params = list(inspect.signature(new.__func__).parameters.values())[1:] \
+                if isinstance(new, staticmethod) else []
+        except (TypeError, ValueError):
+            params = []
+        if any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            special = _NEW_WANTS_ARGUMENTS
+    _SPECIAL[t] = special
+    return special
 
 
-# Per class: the names its body (and its metaclass, from what the body gave it) defines, which a fresh
-# import makes again; per (class, name): whether the value pickles within _CLASS_STATE_BYTES.
-_BODY_NAMES: dict[type, frozenset[str] | None] = {}
-_PICKLES: dict[tuple[type, str], bool] = {}
-_CLASS_STATE_BYTES = 1 << 20
+# Per class: what it carries (see _class_state), pickled, with the size of its namespace then.
+_STATES: dict[type, tuple[int, bytes | None]] = {}
+_NAME_BYTES = 1 << 16
 _FUNCTION_LIKE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, staticmethod, classmethod,
                   property, type, types.ModuleType)
 
 
-def _class_state(cls: type) -> dict[str, Any] | None:
-    """The attributes the program set on a class of the targets' packages after its definition ran, as
-    they are now: caches a metaclass or a first instance builds on the class (pygments' lexers compile
-    their token tables into `cls._tokens` when the first lexer is made). pickle writes a class by name,
-    and a fresh import in the sandbox would lack them. Names the class body assigns are left out (the
-    import makes them again), as are functions, descriptors, classes, modules, and values that do not
-    pickle or pickle larger than _CLASS_STATE_BYTES. None where there is nothing to add."""
-    if cls not in _BODY_NAMES:
-        _BODY_NAMES[cls] = _body_names(cls)
-    body = _BODY_NAMES[cls]
-    if body is None:
-        return None
+def _class_state(cls: type) -> bytes | None:
+    """The data attributes of a class of the targets' packages as they are now, pickled: among them
+    what the program set on the class after its definition ran, the caches a metaclass or a first
+    instance builds (pygments' lexers compile their token tables into `cls._tokens` when the first
+    lexer is made). pickle writes a class by name, and a fresh import in the sandbox would lack them;
+    the sandbox sets only the names its fresh class lacks. Functions, descriptors, classes and modules
+    are left out, and values that do not pickle or pickle larger than _NAME_BYTES. Pickled once, and
+    again only when the class gains or loses a name: a snapshot copies the bytes, walking nothing.
+    None where there is nothing to carry."""
+    size = len(vars(cls))
+    known = _STATES.get(cls)
+    if known is not None and known[0] == size:
+        return known[1]
+    _STATES[cls] = (size, None)  # while it is pickled: a value holding the class pickles it by name
     state = {}
     for name, value in list(vars(cls).items()):
-        if name in body or name.startswith("__") or isinstance(value, _FUNCTION_LIKE):
+        if name.startswith("__") or isinstance(value, _FUNCTION_LIKE):
             continue
-        fits = _PICKLES.get((cls, name))
-        if fits is None:
-            _PICKLES[(cls, name)] = False  # while it is tried: a value holding the class pickles it by name
-            try:
-                fits = len(_dumps(value)) <= _CLASS_STATE_BYTES
-            except Exception:
-                fits = False
-            _PICKLES[(cls, name)] = fits
-        if fits:
-            state[name] = value
-    return state or None
-
-
-def _body_names(cls: type) -> frozenset[str] | None:
-    """The names the class statement of `cls` binds in its body (private ones mangled), from its
-    module's source; None where the source or the statement cannot be found."""
-    try:
-        tree = ast.parse(inspect.getsource(sys.modules[cls.__module__]))
-    except Exception:
-        return None
-    node: Any = tree
-    for part in cls.__qualname__.split("."):
-        found = [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.ClassDef) and n.name == part]
-        if not found:
-            return None
-        node = found[-1]
-    names = set()
-    todo = list(node.body)
-    while todo:  # the body's own scope: not the functions' and classes' it defines
-        n = todo.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(n.name)
-            todo += n.decorator_list
+        try:
+            if len(_dumps(value)) > _NAME_BYTES:
+                continue
+        except Exception:
             continue
-        if isinstance(n, ast.Lambda):
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            names.add(n.id)
-        elif isinstance(n, ast.alias):
-            names.add((n.asname or n.name).split(".")[0])
-        todo += ast.iter_child_nodes(n)
-    return frozenset(mangled(cls, name) for name in names)
+        state[name] = value
+    data = None
+    if state:
+        try:
+            data = _dumps(state)
+        except Exception:
+            data = None
+    _STATES[cls] = (size, data)
+    return data
 
 
 def _shared_name(obj: Any, shared: dict[int, tuple[str, str]] | None = None) -> tuple[str, str] | None:
@@ -412,15 +393,18 @@ def _picklers() -> dict[tuple[bool, bool], type]:
                 where = _shared_name(obj, self.shared)
                 if where is not None:
                     return getattr, (_ModuleRef(where[0]), where[1])
-                if isinstance(obj, type) and obj not in self.stating and \
+                special = _SPECIAL.get(type(obj))  # called for every object: one lookup where nothing applies
+                if special is None:
+                    special = _special(type(obj))
+                if special == _A_CLASS and obj not in self.stating and \
                         str(getattr(obj, "__module__", "")).split(".")[0] in self.tops and "<locals>" not in obj.__qualname__:
                     state = _class_state(obj)
                     if state is not None:  # its state may name the class itself: that reference goes by name
                         self.stating.add(obj)
                         return _class_with_state, (obj.__module__, obj.__qualname__, state)
-                if type(obj) is re.Match:  # made again by its pattern, at its place in the same string
+                elif special == _A_MATCH:  # made again by its pattern, at its place in the same string
                     return obj.re.match, (obj.string, obj.start(), obj.endpos)
-                if _wants_arguments(type(obj)):
+                elif special == _NEW_WANTS_ARGUMENTS:
                     rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
                     if type(rv) is tuple and len(rv) >= 2 and rv[0] is _NEWOBJ and len(rv[1]) == 1:
                         return (_new_bare, rv[1], *rv[2:])

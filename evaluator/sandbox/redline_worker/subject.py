@@ -147,13 +147,14 @@ class _Unpickler(pickle.Unpickler):
         return found
 
 
-    def _class_with_state(self, module: str, qualname: str, state: dict[str, Any]) -> Any:
+    def _class_with_state(self, module: str, qualname: str, state: bytes) -> Any:
         """A class with the attributes the program had set on it after its definition ran (the recorder's
-        _class_state: caches built on the class by a metaclass or a first instance), set here where this
-        process's class lacks them; what its own import made is kept."""
+        _class_state, pickled apart: caches built on the class by a metaclass or a first instance), set
+        here where this process's class lacks them; what its own import made is kept."""
         cls = self.find_class(module, qualname)
-        if _isinstance(cls, type) and _isinstance(state, dict):
-            for name, value in state.items():
+        added: Any = _Unpickler(self.subject).loads(state) if _isinstance(state, bytes) else None
+        if _isinstance(cls, type) and _isinstance(added, dict):
+            for name, value in added.items():
                 if _isinstance(name, str) and name not in vars(cls):
                     setattr(cls, name, value)
         return cls
