@@ -253,6 +253,28 @@ def test_state_a_metaclass_puts_on_the_class_when_it_is_first_used_is_captured(t
     assert got["wrong"]["status"] == "incorrect", got["wrong"]["reason"]  # 'x1' matches as a word
 
 
+def test_a_class_carries_its_data_newest_first_within_a_budget_and_again_when_it_changes() -> None:
+    """What a class carries in a snapshot: its data attributes, pickled once; a value too large to carry
+    is left out, and the names the program added after the class statement are taken first; a class
+    that gains a name is pickled again."""
+    import pickle
+
+    from redline.evaluator.inputs.recorder import _redline_capture as rec
+
+    class Lexer:
+        table = tuple(range(50_000))  # pickles to more than 64 KiB
+        name = "lexer"
+
+        def lex(self) -> None: ...
+
+    Lexer._compiled = [("word", re.compile("[a-z]+"))]  # type: ignore[attr-defined]
+    first = rec._class_state(Lexer)
+    assert first is not None and first is rec._class_state(Lexer)  # once, while the class is unchanged
+    assert pickle.loads(first) == {"_compiled": [("word", re.compile("[a-z]+"))], "name": "lexer"}
+    Lexer._count = 3  # type: ignore[attr-defined]
+    assert pickle.loads(rec._class_state(Lexer) or b"")["_count"] == 3
+
+
 def test_an_object_whose_class_new_wants_arguments_is_captured(tmp_path: Path) -> None:
     """`Template.__new__(cls, source)` (as jinja2's): pickle's default makes the object again with
     `cls.__new__(cls)`, which raised in the sandbox; the snapshot makes it as its built-in base does and

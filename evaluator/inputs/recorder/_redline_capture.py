@@ -310,7 +310,7 @@ def _special(t: type) -> int:
 
 # Per class: what it carries (see _class_state), pickled, with the size of its namespace then.
 _STATES: dict[type, tuple[int, bytes | None]] = {}
-_NAME_BYTES = 1 << 16
+_NAME_BYTES, _STATE_BYTES = 1 << 16, 1 << 18
 _FUNCTION_LIKE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, staticmethod, classmethod,
                   property, type, types.ModuleType)
 
@@ -321,7 +321,9 @@ def _class_state(cls: type) -> bytes | None:
     instance builds (pygments' lexers compile their token tables into `cls._tokens` when the first
     lexer is made). pickle writes a class by name, and a fresh import in the sandbox would lack them;
     the sandbox sets only the names its fresh class lacks. Functions, descriptors, classes and modules
-    are left out, and values that do not pickle or pickle larger than _NAME_BYTES. Pickled once, and
+    are left out, and values that do not pickle or pickle larger than _NAME_BYTES (or than what is left
+    of _STATE_BYTES, taken newest first: the names a program adds after the class statement come last
+    in its namespace). Pickled once, and
     again only when the class gains or loses a name: a snapshot copies the bytes, walking nothing.
     None where there is nothing to carry."""
     size = len(vars(cls))
@@ -329,16 +331,16 @@ def _class_state(cls: type) -> bytes | None:
     if known is not None and known[0] == size:
         return known[1]
     _STATES[cls] = (size, None)  # while it is pickled: a value holding the class pickles it by name
-    state = {}
-    for name, value in list(vars(cls).items()):
+    state, left = {}, _STATE_BYTES
+    for name, value in reversed(list(vars(cls).items())):
         if name.startswith("__") or isinstance(value, _FUNCTION_LIKE):
             continue
         try:
-            if len(_dumps(value)) > _NAME_BYTES:
-                continue
+            pickled = len(_dumps(value))
         except Exception:
             continue
-        state[name] = value
+        if pickled <= min(_NAME_BYTES, left):
+            state[name], left = value, left - pickled
     data = None
     if state:
         try:
