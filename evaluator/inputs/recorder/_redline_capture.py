@@ -308,6 +308,27 @@ def _special(t: type) -> int:
     return special
 
 
+def _special_reduce(obj: Any, special: int, tops: set[str], stating: set[type]) -> Any:
+    """How the snapshot pickler writes `obj`, whose type _special marked, or None to write it as pickle
+    would. `stating`: the classes whose carried state is being written (a reference to one of them from
+    its own state goes by name)."""
+    if special == _A_CLASS:
+        if obj in stating or str(getattr(obj, "__module__", "")).split(".")[0] not in tops \
+                or "<locals>" in obj.__qualname__:
+            return None
+        state = _class_state(obj)
+        if state is None:
+            return None
+        stating.add(obj)
+        return _class_with_state, (obj.__module__, obj.__qualname__, state)
+    if special == _A_MATCH:  # made again by its pattern, at its place in the same string
+        return obj.re.match, (obj.string, obj.start(), obj.endpos)
+    rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)  # _NEW_WANTS_ARGUMENTS
+    if type(rv) is tuple and len(rv) >= 2 and rv[0] is _NEWOBJ and len(rv[1]) == 1:
+        return (_new_bare, rv[1], *rv[2:])
+    return None
+
+
 # Per class: what it carries (see _class_state), pickled, with the size of its namespace then.
 _STATES: dict[type, tuple[int, bytes | None]] = {}
 _NAME_BYTES, _STATE_BYTES = 1 << 16, 1 << 18
@@ -398,18 +419,10 @@ def _picklers() -> dict[tuple[bool, bool], type]:
                 special = _SPECIAL.get(type(obj))  # called for every object: one lookup where nothing applies
                 if special is None:
                     special = _special(type(obj))
-                if special == _A_CLASS and obj not in self.stating and \
-                        str(getattr(obj, "__module__", "")).split(".")[0] in self.tops and "<locals>" not in obj.__qualname__:
-                    state = _class_state(obj)
-                    if state is not None:  # its state may name the class itself: that reference goes by name
-                        self.stating.add(obj)
-                        return _class_with_state, (obj.__module__, obj.__qualname__, state)
-                elif special == _A_MATCH:  # made again by its pattern, at its place in the same string
-                    return obj.re.match, (obj.string, obj.start(), obj.endpos)
-                elif special == _NEW_WANTS_ARGUMENTS:
-                    rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-                    if type(rv) is tuple and len(rv) >= 2 and rv[0] is _NEWOBJ and len(rv[1]) == 1:
-                        return (_new_bare, rv[1], *rv[2:])
+                if special:
+                    rv = _special_reduce(obj, special, self.tops, self.stating)
+                    if rv is not None:
+                        return rv
                 if isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__" \
                         and "<locals>" not in obj.__qualname__:
                     if main_is_target:
