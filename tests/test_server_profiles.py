@@ -108,7 +108,11 @@ async def test_compare_with_the_recording_it_replaced(client: LanguageClient, wo
     answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="redline.compareProfiles", arguments=[]))
     assert answer["comparing"] is True and answer["before"].endswith("first.speedscope.json"), answer
-    assert {f["function"] for f in answer["functions"]} >= {"Grid.relax", "checksum"}
+    # The five largest changes of self share. Two recordings of one command differ by sampling alone, so
+    # which functions those are is chance (a start-up frame sampled in one of them); each hot function's
+    # change is shown where it is, below.
+    shown_changes = [abs(f["self_delta"]) for f in answer["functions"]]
+    assert 0 < len(shown_changes) <= 5 and shown_changes == sorted(shown_changes, reverse=True), answer["functions"]
     everywhere = lsp.Range(lsp.Position(0, 0), lsp.Position(1000, 0))
     hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(lsp.TextDocumentIdentifier(uri), everywhere))
     labels = [str(h.label) for h in hints or []]
