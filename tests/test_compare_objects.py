@@ -183,6 +183,12 @@ def test_sets_in_a_tree_linked_both_ways_are_compared_once_each() -> None:
     leaf = next(iter(next(iter(moved.subtypes)).subtypes))
     leaf.parent = moved  # the same labels, a link to another object
     assert verdict(a, moved).startswith("differ")
+    # One member whose link back points at another object the enclosing graph holds: compared by place.
+    x1, y1, x2, y2 = Kind(("x",)), Kind(("y",)), Kind(("x",)), Kind(("y",))
+    x1.child("c"), x2.child("c")
+    next(iter(x2.subtypes)).parent = y2
+    assert verdict([x1, y1], [x1, y1]) == "equal"
+    assert "refers to another object than the reference's does" in verdict([x1, y1], [x2, y2])
 
 
 def test_ten_thousand_links_without_recursion_and_the_path_shortened() -> None:

@@ -383,7 +383,7 @@ def _not_recorded(found: Located) -> bool:
 def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
     """The `top` hottest functions of the workspace's own code in the latest trace, by inclusive share
     (own time plus the libraries they call): the ones a change to the user's code can speed up, and
-    whose calls the recorder can keep (not class methods or properties)."""
+    whose calls the recorder can keep (not class methods, properties or memoised functions)."""
     from redline.profilers import ParseError, report
 
     from ..target import TargetError, locate

@@ -219,8 +219,8 @@ def planted_keys(work: Path, store: Path) -> tuple[set[int], int]:
     recorder = Path(__file__).resolve().parents[2] / "evaluator" / "inputs" / "recorder"
     out = subprocess.run([sys.executable, "-c", KEYS_OF_STORE, str(store), KEY, str(recorder)], cwd=work, capture_output=True,
                          text=True, env=env, timeout=300)
-    if out.returncode != 0:
-        return set(), 0
+    if out.returncode != 0:  # a wrong rewrite planted on no call would be judged and counted as if it were one
+        raise RuntimeError(f"the captured calls' keys could not be read: {out.stderr.strip()[-300:]}")
     keys = json.loads(out.stdout.strip().splitlines()[-1])
     chosen = set(sorted(set(keys))[::4])
     return chosen, sum(k in chosen for k in keys)
@@ -312,8 +312,12 @@ def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extr
         cands.mkdir(parents=True, exist_ok=True)
         (cands / "copy.py").write_text(source)
         if plain:
-            keys, row.wrong_on = planted_keys(work, manifest_path.parent)
-            (cands / "wrong.py").write_text(planted(source, name, keys))
+            try:
+                keys, row.wrong_on = planted_keys(work, manifest_path.parent)
+            except RuntimeError as exc:
+                row.wrong, row.wrong_reason = "not planted", str(exc)
+            else:
+                (cands / "wrong.py").write_text(planted(source, name, keys))
         report = root / "reports" / f"{m['qualname']}.json"
         report.parent.mkdir(exist_ok=True)
         t = time.perf_counter()
@@ -333,6 +337,6 @@ def run_library(lib: Library, root: Path, top: int = 3, scale: float = 1.0, extr
         row.copy, row.copy_reason = by_file["copy.py"]["status"], by_file["copy.py"]["reason"]
         if "wrong.py" in by_file:
             row.wrong, row.wrong_reason = by_file["wrong.py"]["status"], by_file["wrong.py"]["reason"]
-        else:
+        elif not plain:
             row.wrong = "n/a (static or class method)"
     return out

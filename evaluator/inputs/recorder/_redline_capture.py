@@ -344,9 +344,8 @@ def _class_state(cls: type) -> bytes | None:
     the sandbox sets only the names its fresh class lacks. Functions, descriptors, classes and modules
     are left out, and values that do not pickle or pickle larger than _NAME_BYTES (or than what is left
     of _STATE_BYTES, taken newest first: the names a program adds after the class statement come last
-    in its namespace). Pickled once, and
-    again only when the class gains or loses a name: a snapshot copies the bytes, walking nothing.
-    None where there is nothing to carry."""
+    in its namespace). Pickled once, and again only when the class gains or loses a name: a snapshot
+    copies the bytes, walking nothing. None where there is nothing to carry."""
     size = len(vars(cls))
     known = _STATES.get(cls)
     if known is not None and known[0] == size:

@@ -146,7 +146,6 @@ class _Unpickler(pickle.Unpickler):
         _restored_natively(found)
         return found
 
-
     def _class_with_state(self, module: str, qualname: str, state: bytes) -> Any:
         """A class with the attributes the program had set on it after its definition ran (the recorder's
         _class_state, pickled apart: caches built on the class by a metaclass or a first instance), set
