@@ -475,6 +475,67 @@ def test_locals_are_declared_only_as_types_every_call_and_the_code_itself_give_t
                                      "items": "list"}
 
 
+def test_ints_are_declared_c_integers_only_where_the_code_uses_them_as_positions() -> None:
+    from redline.evaluator.proposers.compiled import argument_types, characters, local_types
+
+    fn = ast.parse(textwrap.dedent("""
+        def scan(src, pos, step, limit=10, start=None):
+            begin = pos
+            total = 0
+            h = 0
+            for i in range(len(src)):
+                total += i
+                h = h * 31 + ord(src[i])
+            while src[pos] != '"':
+                pos += step
+            half = pos
+            half /= 2
+            key = 1 << 70
+            seen = src[key]
+            node = pos
+            found = graph[node]
+            at = pos
+            match = pattern.match(src, at)
+            mark = src[begin]
+            for ch in src:
+                pass
+            return src[begin:pos + 1], half, seen, mark, ch, src[:limit], src[start:], found, match
+    """)).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    ints = ["builtins.int"]
+    seen = {"begin": ints, "total": ints, "h": ints, "i": ints, "half": ints, "key": ints, "node": ints, "at": ints,
+            "mark": ["builtins.str"], "ch": ["builtins.str"]}
+    src = frozenset({"src"})
+    # total and h are ints on every call but never a position: a hash grows past any C integer. half is
+    # divided with `/` and key shifted past 2**63. node is a key into a dict (each read would make a new
+    # int object), at an argument to a call. None of them is declared, nor anything where src is not a
+    # declared sequence.
+    assert local_types(fn, seen, src) == {"begin": "Py_ssize_t", "i": "Py_ssize_t", "mark": "str", "ch": "str"}
+    assert local_types(fn, seen) == {"mark": "str", "ch": "str"}
+    # pos is read as an index: declared; step is an int on every call but only added; a call may leave
+    # limit to its int default (kept) and start to None (which a C integer cannot hold).
+    assert argument_types(fn, [], method=False, signatures=["str[<64], int, int, int, int"], sequences=src) == \
+        {"src": "str", "pos": "Py_ssize_t", "limit": "Py_ssize_t"}
+    # One character of a declared str, by index or by a loop over it, is left to Cython (a C character);
+    # declared str, each would be a new string object.
+    assert characters({"src": "str", "pos": "Py_ssize_t", "mark": "str", "ch": "str"}, fn) == \
+        {"src": "str", "pos": "Py_ssize_t"}
+
+
+@pytest.mark.slow
+def test_a_scanners_positions_are_c_integers_and_its_characters_c_characters(tmp_path: Path) -> None:
+    doc, _ = optimise(tmp_path, "plain_scan.py", "rows", "--builtin", "cython", "--budget", "2")
+    plain, typed = compiled_candidates(doc)
+    # i and n are ints on every call, read as positions in text and compared, never passed on: C integers.
+    # ch holds one character of text: undeclared, Cython makes it a C character (declared str, each
+    # would be a new string object).
+    assert typed["approach"].split(";")[0] == ("compiled with Cython with field: list, i: Py_ssize_t, "
+                                               "n: Py_ssize_t, out: list, quoted: bint, row: list, text: str")
+    assert "ch=" not in typed["code"]
+    # Measured 3.4x (typed) against 1.3x (unchanged) on a 2-core VM; the rows it returns are checked.
+    assert typed["status"] == "ok" and typed["speedup"] > 1.5 * plain["speedup"], (plain["reason"], typed["reason"])
+
+
 def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> None:
     from redline.evaluator.sandbox.redline_worker import ops
 
@@ -506,7 +567,7 @@ def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> Non
 @pytest.mark.slow
 @pytest.mark.parametrize("qualname, declared, undeclared", [
     # gap may be read unassigned (fewer than two values): a C double would be read uninitialised
-    ("spread", ["total: double", "values: list"], "gap"),
+    ("spread", ["i: Py_ssize_t", "total: double", "values: list"], "gap"),
     # first is 0 on a path no call took: declared str, that path would raise TypeError
     ("initials", ["out: list", "w: str", "words: list"], "first"),
     # style is a str on every call, then the marks it names: declared str, every call would raise

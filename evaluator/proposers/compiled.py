@@ -43,11 +43,13 @@ class _RedlineCython(functools.partial):
     and take their place in the class. Needs Cython and a C compiler where it runs; without them it all
     runs as plain Python. Added by redline, which verified the compiled function on its calls."""
 
-    # Cython as a command, with the module's own names (given to the module when it loads) allowed and
-    # annotations read as Python reads them (a parameter annotated `str` takes a subclass of str).
+    # Cython as a command, with the module's own names (given to the module when it loads) allowed,
+    # annotations read as Python reads them (a parameter annotated `str` takes a subclass of str), and
+    # arithmetic on a declared C integer raising OverflowError where it would leave its range.
     CYTHON = ("import sys; from Cython.Compiler import Options; Options.error_on_unknown_names = False; "
               "from Cython.Compiler.Main import setuptools_main; sys.argv[1:] = "
-              "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', *sys.argv[1:]]; sys.exit(setuptools_main())")
+              "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', '-X', 'overflowcheck=True', *sys.argv[1:]]; "
+              "sys.exit(setuptools_main())")
 
     # A partial: once loaded, a call goes from the partial's C code to the compiled function's, with no
     # Python frame between them; until then it goes to `decorate`, then to `first`.
@@ -256,19 +258,24 @@ def _helper() -> Any:
 # C doubles (the same IEEE arithmetic); ints are not typed (a C integer would overflow where Python's
 # does not); the builtin containers and str are typed as themselves (exact types, faster methods).
 _TYPES = [(re.compile(r"float "), "double"), (re.compile(r"str "), "str"), (re.compile(r"list "), "list"),
-          (re.compile(r"dict "), "dict"), (re.compile(r"tuple "), "tuple"), (re.compile(r"bytes "), "bytes")]
+          (re.compile(r"dict "), "dict"), (re.compile(r"tuple "), "tuple"), (re.compile(r"bytes "), "bytes"),
+          (re.compile(r"int "), "Py_ssize_t")]
 
 
-# Captured signatures' type names (the manifest's `signatures`) and the type a typed variant declares.
-_CAPTURED_TYPES = {"float": "double", "str": "str", "list": "list", "dict": "dict", "tuple": "tuple", "bytes": "bytes"}
+# Captured signatures' type names (the manifest's `signatures`) and the type a typed variant declares
+# (an int only where the code uses it as a position: see _positions).
+_CAPTURED_TYPES = {"float": "double", "str": "str", "list": "list", "dict": "dict", "tuple": "tuple", "bytes": "bytes",
+                   "int": "Py_ssize_t"}
 
 
 def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str], method: bool,
-                   signatures: list[str] | None = None) -> dict[str, str]:
+                   signatures: list[str] | None = None, sequences: frozenset[str] = frozenset()) -> dict[str, str]:
     """The C or builtin types of the positional arguments: from every captured signature where there are
     some (an argument is typed only where all of them agree and pass it), else from the first call's
-    description (make_inputs). An argument with a default is typed only where the type takes the
-    default (see _default_fits): a call may leave it to it."""
+    description (make_inputs). An int is typed only where the code uses it as a position in one of the
+    declared `sequences` (_positions).
+    An argument with a default is typed only where the type takes the default (see _default_fits): a
+    call may leave it to it."""
     args = [*fn.args.posonlyargs, *fn.args.args]
     defaults = dict(zip((a.arg for a in args[len(args) - len(fn.args.defaults):]), fn.args.defaults, strict=True)) \
         if fn.args.defaults else {}
@@ -286,7 +293,9 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
             ctype = next((c for pattern, c in _TYPES if pattern.match(kind)), None)
             if ctype is not None:
                 types[param] = ctype
-    return {k: v for k, v in types.items() if k not in defaults or _default_fits(defaults[k], v)}
+    positions = _positions(fn, sequences)
+    return {k: v for k, v in types.items() if (v != "Py_ssize_t" or k in positions)
+            and (k not in defaults or _default_fits(defaults[k], v))}
 
 
 # A default a typed argument may keep: what the C type accepts (None for the builtin types; a literal of
@@ -297,10 +306,11 @@ _LITERALS: dict[str, tuple[type[ast.expr], ...]] = {"list": (ast.List,), "dict":
 # The builtin types a local variable is declared as where it held only them (None too: a variable of a
 # builtin object type may hold None); the C types a variable may be declared as, and what each holds.
 _LOCAL_OBJECTS = {"str", "list", "dict", "tuple", "bytes", "bytearray", "set"}
-_C_TYPES = {"double": "float", "bint": "bool"}
+_C_TYPES = {"double": "float", "bint": "bool", "Py_ssize_t": "int"}
 
 
-def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list[str]]) -> dict[str, str]:
+def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list[str]],
+                sequences: frozenset[str] = frozenset()) -> dict[str, str]:
     """The declarations for the target's local variables from the types they held on its calls (the
     sandbox's trace of the original, Context.local_types) and what its code assigns them. A variable
     that held one builtin object type (alone or with None) is declared as it unless the code assigns it
@@ -308,8 +318,12 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
     there). One that held only floats is a C double (the same IEEE arithmetic) only where every value the
     code gives it is a float whatever the inputs (`0.0`, `x / y`, `x * 0.5`, `float(x)`, `+=` on it): a
     double would turn an int into a float without a word. One that held only bools is a C truth value
-    only where every value is a comparison, `not` or a bool. Integers are not declared (a C integer
-    would overflow where Python's does not), nor anything else."""
+    only where every value is a comparison, `not` or a bool. One that held only ints and that the code
+    uses as a position in one of the declared `sequences` and as no Python int (_positions) is a C
+    Py_ssize_t, where no value the code gives it is of another type (a literal) or out of its range (a
+    literal, `/`, `**`, `<<`); its arithmetic raises OverflowError past 2**63 (CYTHON's overflowcheck)
+    where Python's carries on, which a position never reaches. Other integers are not declared, nor
+    anything else."""
     out = {}
     for name, types in seen.items():
         kinds = {t.removeprefix("builtins.") for t in types}
@@ -320,6 +334,8 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
             declared, allowed = "double", {"float", "same"}
         elif kinds == {"bool"}:
             declared, allowed = "bint", {"bool"}
+        elif kinds == {"int"} and name in _positions(fn, sequences):
+            declared, allowed = "Py_ssize_t", {"int", "same", None}
         else:
             continue
         if all(_static_type(value) in allowed for value in _bindings(fn, name)):
@@ -327,11 +343,104 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
     return out
 
 
-def _holds(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, ctype: str, seen: dict[str, list[str]]) -> bool:
+def characters(types: dict[str, str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """The declarations less the str ones of variables that only ever hold one character of a declared
+    str: bound by `s[i]` or by a loop straight over `s`. Left undeclared, Cython makes them C characters
+    (compared and tested as C values, a str again only where one is needed); declared str, each would
+    be a new string object."""
+    strings = {name for name, kind in types.items() if kind == "str"}
+
+    def one_character(name: str) -> bool:
+        values = _bindings(fn, name)
+        indexed = [v for v in values if v is not None]
+        loops = sum(isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.target, ast.Name) and n.target.id == name
+                    and isinstance(n.iter, ast.Name) and n.iter.id in strings for n in ast.walk(fn))
+        return bool(values) and len(values) - len(indexed) == loops and all(
+            isinstance(v, ast.Subscript) and not isinstance(v.slice, ast.Slice) and isinstance(v.value, ast.Name)
+            and v.value.id in strings for v in indexed)
+    return {name: kind for name, kind in types.items() if kind != "str" or not one_character(name)}
+
+
+def _positions(fn: ast.FunctionDef | ast.AsyncFunctionDef, sequences: frozenset[str]) -> set[str]:
+    """The names the function uses as positions in the sequences it declares, or binds only to a len(),
+    and as nothing a C integer would have to become a Python int again for: read in an index or slice
+    bound of one of `sequences` (`src[pos]`, `xs[i - 1]`, `s[a:b]`), otherwise only in arithmetic, comparisons, a range's or min's
+    or max's arguments, assignments and the value returned. Passed to a call or used as a key, each
+    read would make a new int object (slower than Python, which holds one), and it is not declared.
+    Nor is one the code divides with `/`, raises to a power, shifts left or gives a literal past 2**62
+    (values a C integer would not hold)."""
+    parents = {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
+    indexing: set[str] = set()
+    boxed: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            use = _use(node, parents, sequences)
+            if use == "index":
+                indexing.add(node.id)
+            elif use == "boxed":
+                boxed.add(node.id)
+    lengths = {name for name in {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+               if (values := _bindings(fn, name)) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                                                          and v.func.id == "len" for v in values)}
+    used = (indexing | lengths) - boxed
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and _wide(node.op):
+            used -= _names(node.left) | _names(node.right)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None \
+                and ((isinstance(node, ast.AugAssign) and _wide(node.op)) or _beyond(node.value)):
+            used -= {n for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) for n in _names(t)}
+    return used
+
+
+# Where a C integer's read stays a C value: arithmetic (the operators Cython does in C on C integers),
+# comparisons, assignments, what is returned, and these builtins' arguments.
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift)
+_C_CALLS = {"range", "min", "max", "abs"}
+
+
+def _use(name: ast.Name, parents: dict[ast.AST, ast.AST], sequences: frozenset[str]) -> str:
+    """How a read of a name would use a C integer: "index" (a position in a declared sequence), "boxed"
+    (as a Python int: a call's argument, a key, an element), or "" (in C, or once on the way out)."""
+    node: ast.AST = name
+    while isinstance(parent := parents.get(node), (ast.BinOp, ast.UnaryOp)) and isinstance(
+            parent.op, (*_ARITHMETIC, ast.USub, ast.UAdd)):
+        node = parent
+    parent = parents.get(node)
+    if isinstance(parent, ast.Slice):
+        node, parent = parent, parents.get(parent)
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        return "index" if isinstance(parent.value, ast.Name) and parent.value.id in sequences else "boxed"
+    if isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Return):
+        return ""
+    if isinstance(parent, ast.Call) and node in parent.args:
+        return "" if isinstance(parent.func, ast.Name) and parent.func.id in _C_CALLS else "boxed"
+    return "" if isinstance(parent, (ast.Compare, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)) else "boxed"
+
+
+
+def _beyond(value: ast.AST) -> bool:
+    """Whether an expression may be a float or an int past a C integer's range: it divides with `/`,
+    raises to a power, shifts left or holds a literal past 2**62."""
+    return any((isinstance(n, ast.BinOp) and _wide(n.op))
+               or (isinstance(n, ast.Constant) and type(n.value) is int and abs(n.value) >= 2 ** 62) for n in ast.walk(value))
+
+
+def _wide(op: ast.operator) -> bool:
+    """Whether an operator's result may be a float or past a C integer's range whatever its operands."""
+    return isinstance(op, (ast.Div, ast.Pow, ast.LShift))
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _holds(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, ctype: str, seen: dict[str, list[str]],
+           sequences: frozenset[str] = frozenset()) -> bool:
     """Whether an argument every call passed as `ctype` may be declared so: by the rules for a local
     (local_types), on the types the trace saw it hold (its own type where there was no trace). Tabulate's
     `tablefmt` is a str on every call, then the format it names."""
-    return local_types(fn, {param: seen.get(param) or [f"builtins.{_C_TYPES.get(ctype, ctype)}"]}).get(param) == ctype
+    held = seen.get(param) or [f"builtins.{_C_TYPES.get(ctype, ctype)}"]
+    return local_types(fn, {param: held}, sequences).get(param) == ctype
 
 
 def _bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.AST | None]:
@@ -381,6 +490,8 @@ def _default_fits(default: ast.expr, ctype: str) -> bool:
     """Whether an argument typed `ctype` can keep `default` (`headers=()` typed as a list cannot)."""
     if ctype == "double":
         return False
+    if ctype == "Py_ssize_t":
+        return isinstance(default, ast.Constant) and type(default.value) is int and abs(default.value) < 2 ** 62
     if isinstance(default, ast.Constant):
         return default.value is None or type(default.value).__name__ == ctype
     return isinstance(default, _LITERALS.get(ctype, ()))
@@ -532,13 +643,7 @@ class CythonProposer(Proposer):
         if ctx.round != 1 or self.skip(ctx):
             return []
         t = ctx.target
-        manifest = t.inputs.manifest
-        fn = _function(t)
-        passed = argument_types(fn, ctx.inputs, "." in t.qualname,
-                                [s.signature for s in manifest.signatures] if manifest is not None else None)
-        arguments = {k: v for k, v in passed.items() if _holds(fn, k, v, ctx.local_types)}
-        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-        typed = {**{k: v for k, v in local_types(fn, ctx.local_types).items() if k not in params}, **arguments}
+        typed = declarations(t, ctx)
         calls = callees(t)
         variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, [])]
         if typed:
@@ -566,6 +671,27 @@ class CythonProposer(Proposer):
         if not out:
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
+
+
+# The declared types whose items Cython reads by a C index.
+_SEQUENCES = {"str", "list", "tuple", "bytes", "bytearray"}
+
+
+def declarations(t: Target, ctx: Context) -> dict[str, str]:
+    """What a typed variant declares: its arguments' types from its calls (argument_types) where its
+    code agrees (_holds), its locals' from the trace (local_types); then the ints it uses as positions
+    in the sequences so declared; less the str ones of single characters (characters)."""
+    manifest = t.inputs.manifest
+    fn = _function(t)
+    signatures = [s.signature for s in manifest.signatures] if manifest is not None else None
+    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+
+    def declared(sequences: frozenset[str]) -> dict[str, str]:
+        passed = argument_types(fn, ctx.inputs, "." in t.qualname, signatures, sequences)
+        arguments = {k: v for k, v in passed.items() if _holds(fn, k, v, ctx.local_types, sequences)}
+        return {**{k: v for k, v in local_types(fn, ctx.local_types, sequences).items() if k not in params}, **arguments}
+    first = declared(frozenset())
+    return characters(declared(frozenset(k for k, v in first.items() if v in _SEQUENCES)), fn)
 
 
 def _approach(types: dict[str, str], calls: list[tuple[str, str]]) -> str:
