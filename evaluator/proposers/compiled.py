@@ -137,6 +137,9 @@ class _RedlineCython(functools.partial):
         if not self.calls:
             return []
         import inspect
+        # The module the function is in: where it stands in for another (redline's sandbox runs it in a
+        # copy of the user's module), that module's spec names it.
+        home = {fn.__module__, getattr(fn.__globals__.get("__spec__"), "name", None)}
         found = []
         for call in self.calls:
             method = call.startswith("self.")
@@ -145,7 +148,7 @@ class _RedlineCython(functools.partial):
                 value = vars(cls).get(name) if cls is not None else None
             else:
                 value = fn.__globals__.get(name)
-            if inspect.isfunction(value) and value.__module__ == fn.__module__ and not hasattr(value, "__wrapped__"):
+            if inspect.isfunction(value) and value.__module__ in home and not hasattr(value, "__wrapped__"):
                 found.append((name, value, method))
         return found
 
@@ -593,7 +596,7 @@ def _defs(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.AsyncFunction
     return defs
 
 
-def callees(t: Target, limit: int = 6) -> list[tuple[str, str]]:
+def callees(t: Target, limit: int = 32) -> list[tuple[str, str]]:
     """The module's functions the target calls by name, and (for a method) its class's methods it calls
     on `self`, following their calls in turn: (the decorator's name for it, its source), at most `limit`,
     nearest first and in the order the code calls them. Only undecorated defs whose compiled copy behaves

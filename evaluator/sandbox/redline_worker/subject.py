@@ -271,7 +271,10 @@ class Subject:
         cand_module = types.ModuleType(cand_name)
         namespace = cand_module.__dict__
         namespace.update({k: v for k, v in module.__dict__.items() if not k.startswith("__")})
-        namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__)
+        # Its spec is the target module's: the module it stands in for (the Cython proposer's decorator
+        # compiles that module's functions the target calls, as it does in the user's file).
+        namespace.update(__name__=cand_name, __file__=state.candidate_file, __package__=module.__package__,
+                         __spec__=module.__spec__)
         sys.modules[cand_name] = cand_module
         state.hook_on = True
         name = parts[-1]
