@@ -98,6 +98,7 @@ class Evaluator:
         self.hardware = ""
         self.bound = ""  # on CUDA: launch-bound, memory-bound or compute-bound (see bound_of)
         self.local_types: dict[str, list[str]] = {}  # on the CPU: what the reference's locals held (_locals)
+        self.callee_types: dict[str, dict[str, list[str]]] = {}  # and the module's functions it calls, by name@line
         self.notes: list[str] = []  # what the report should say about how the workers ran
         self.plan = InputPlan(target.inputs)
         self.gate = Gate(settings, self.plan)
@@ -151,7 +152,7 @@ class Evaluator:
                 self._reproduce(ch)
             self._self_check(ch)
             if self.settings.device == "cpu" and self.settings.trace_locals:
-                self.local_types = self._locals(ch)
+                self.local_types, self.callee_types = self._locals(ch)
             if load.gpu is not None:
                 self.bound = self._bound(ch, load.gpu)
         finally:
@@ -167,13 +168,15 @@ class Evaluator:
         state = reply.gpu or {}
         return bound_of(state.get("gpu_time_s"), state.get("issue_s"), reply.bytes_moved, gpu.get("copy_bandwidth_Bps"))
 
-    def _locals(self, ch: Channel) -> dict[str, list[str]]:
+    def _locals(self, ch: Channel) -> tuple[dict[str, list[str]], dict[str, dict[str, list[str]]]]:
         """The types the reference's local variables held on the calls the gate checks (for a compiler's
-        declarations: one that a call contradicts fails that call); none where the traced calls fail."""
+        declarations: one that a call contradicts fails that call), and those of the module's functions
+        the calls reached; none where the traced calls fail."""
         try:
-            return ch.ask(Locals(seeds=self.plan.check_keys(self.settings.check_seeds))).types
+            reply = ch.ask(Locals(seeds=self.plan.check_keys(self.settings.check_seeds)))
         except Rejected:
-            return {}
+            return {}, {}
+        return reply.types, reply.callees
 
     def _reproduce(self, ch: Channel) -> None:
         """Keep the captured calls whose recorded outcome the reference reproduces in the sandbox; the

@@ -117,6 +117,7 @@ class ReproduceReply(_Reply):
 class LocalsReply(_Reply):
     op: Literal["locals"]
     types: dict[str, list[str]] = {}  # each local variable's types, as `module.qualname`
+    callees: dict[str, dict[str, list[str]]] = {}  # the same for the module's functions it calls, by `name@line`
 
 
 class OracleReply(_Reply):

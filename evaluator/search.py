@@ -272,7 +272,7 @@ class Search:
         ctx = Context(target=self.target, round=round_, history=list(self.archive.results), best=self.archive.best,
                       hotspot_note=self.hotspot_note, inputs=pool.inputs, hardware=pool.hardware,
                       device=self.settings.device, inputs_from=pool.inputs_info.source, bound=pool.bound,
-                      local_types=pool.local_types,
+                      local_types=pool.local_types, callee_types=pool.callee_types,
                       hot_lines=self.hot_lines, prompt_values=self.config.prompt_values,
                       baseline_s=statistics.median(pool.baseline_times) if pool.baseline_times else None)
         out: list[Proposal] = []

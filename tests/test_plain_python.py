@@ -591,6 +591,31 @@ def test_the_types_a_functions_locals_hold_are_read_from_its_own_frames() -> Non
         **params, "inner": ["builtins.function"], "token": ["builtins.NoneType"]}
 
 
+def _count_letters(word, letters=0):
+    for _ in word:
+        letters += 1
+    return letters
+
+
+def test_the_functions_of_its_module_a_call_reaches_are_traced_by_name_and_line() -> None:
+    from redline.evaluator.sandbox.redline_worker import ops
+
+    def traced(words):
+        return sum(_count_letters(w) for w in words)
+
+    class Subject:
+        original = traced
+
+        def inputs(self, index: int) -> tuple[tuple, dict, object]:
+            return (["ab", "c"],), {}, traced
+
+    got = ops.op_locals(Subject(), {"seeds": [0]})  # type: ignore[arg-type]
+    assert got["types"] == {"words": ["builtins.list"]}  # the generator expression is its own code: not a callee
+    line = _count_letters.__code__.co_firstlineno
+    assert got["callees"] == {f"_count_letters@{line}": {"_": ["builtins.str"], "letters": ["builtins.int"],
+                                                          "word": ["builtins.str"]}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("qualname, declared, undeclared", [
     # gap may be read unassigned (fewer than two values): a C double would be read uninitialised
@@ -627,6 +652,48 @@ def test_an_llm_prompt_says_what_types_the_locals_held(tmp_path: Path) -> None:
     assert "Its variables (parameters too) held these types on the calls traced (types only):\n- token: NoneType or str\n" \
            "- x: pkg.Node" in prompt
     assert "Its variables" not in build_prompt(Context(target=target, round=1, hardware="cpu"))
+
+
+SPLIT = '''
+def rows(text):
+    out = []
+    start = 0
+    while start < len(text):
+        start, row = line(text, start)
+        out.append(row)
+    return out
+
+
+def line(text, pos):
+    n = len(text)
+    begin = pos
+    while pos < n and text[pos] != "\\n":
+        pos += 1
+    return pos + 1, text[begin:pos]
+
+
+def make_inputs(seed):
+    return ("alpha,beta\\n" * (seed % 50 + 40) + "last",)
+'''
+
+
+@pytest.mark.slow
+def test_what_the_target_calls_is_typed_from_its_calls_too(tmp_path: Path) -> None:
+    """The probe traces the module's functions the target's calls reach; the variant that compiles them
+    with the target declares their variables by the target's rules (line's positions in text)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "split.py").write_text(SPLIT.lstrip())
+    report = tmp_path / "r.json"
+    redline("optimise", "split.py::rows", "--builtin", "cython", "--budget", "4", "--json", str(report), cwd=work)
+    cands = compiled_candidates(json.loads(report.read_text()))
+    (typed,) = [c for c in cands if "typed from their calls" in c["approach"]]
+    assert "@_RedlineCython('line(begin=Py_ssize_t, n=Py_ssize_t, pos=Py_ssize_t, text=str)'" in typed["code"]
+    assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
+    target = locate_target(work / "split.py", "rows")
+    printed = run_applied(tmp_path, target, typed["code"], "print(m.rows('a\\nbc\\n\\nd'))\n"
+                          "print(type(m.rows.compiled.__globals__['line']).__name__)")
+    assert printed.split("\n")[:2] == ["['a', 'bc', '', 'd']", "cython_function_or_method"]
 
 
 def test_the_variables_are_traced_only_for_a_proposer_that_reads_them(tmp_path: Path) -> None:

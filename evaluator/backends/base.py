@@ -30,6 +30,7 @@ class EvaluationPool(ABC):
     hardware: str  # what the evaluations run on, for prompts
     bound: str = ""  # on CUDA, what limits the target (launch-, memory- or compute-bound), for the proposers
     local_types: dict[str, list[str]]  # on the CPU, the types the reference's locals held, for the proposers
+    callee_types: dict[str, dict[str, list[str]]]  # and those of the module's functions it called, by name@line
     baseline_times: list[float]  # every baseline call timed, on the run's reference hardware
     notes: list[str]  # what the report should say about how the pool ran (retries, lost workers)
     inputs_info: InputsInfo  # where the inputs came from, for the report

@@ -27,6 +27,7 @@ class LocalPool(EvaluationPool):
         self.hardware = self.evaluator.hardware
         self.bound = self.evaluator.bound
         self.local_types = self.evaluator.local_types
+        self.callee_types = self.evaluator.callee_types
         self.notes = list(self.evaluator.notes)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._done: queue.Queue[CandidateResult] = queue.Queue()

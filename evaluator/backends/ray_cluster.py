@@ -99,7 +99,7 @@ def probe_task(target: Target, settings: EvalSettings, store: dict[str, bytes] |
     ev = Evaluator(_on_worker(target, store), settings)
     ev.close()
     return {"inputs": ev.inputs, "hardware": ev.hardware, "bound": ev.bound, "local_types": ev.local_types,
-            "isolation": ev.isolation,
+            "callee_types": ev.callee_types, "isolation": ev.isolation,
             "where": _where(), "inputs_info": ev.plan.info().model_dump(),
             "reproduced": (ev.plan.keys, ev.plan.excluded) if ev.plan.captured else None}
 
@@ -218,7 +218,7 @@ class RayPool(EvaluationPool):
         self.inputs_info = InputsInfo.model_validate(info["inputs_info"])
         self._reproduced = info["reproduced"]
         self.inputs, self.hardware, self.bound = info["inputs"], info["hardware"], info["bound"]
-        self.local_types = info["local_types"]
+        self.local_types, self.callee_types = info["local_types"], info["callee_types"]
         self.isolation = f"{info['isolation']}, on Ray workers"
         self.reference_hardware = info["hardware"]
 

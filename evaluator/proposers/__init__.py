@@ -40,6 +40,8 @@ class Context:
     prompt_values: bool = False  # redline.toml allows captured values (real data) into an LLM's prompt
     baseline_s: float | None = None  # the original's median call time, once the run has timed it
     local_types: dict[str, list[str]] = field(default_factory=dict)  # the types the original's locals held
+    # and those of the module's functions and the class's methods its calls reached, by `name@line`
+    callee_types: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 class NotApplicable(Exception):

@@ -36,12 +36,13 @@ import functools
 
 
 class _RedlineCython(functools.partial):
-    """`@_RedlineCython("helper", "self.method", arg="double", ...)`: the function below compiled with
-    Cython when first used, with those C types for its arguments, and built once into
+    """`@_RedlineCython("helper", "self.method(i=Py_ssize_t)", arg="double", ...)`: the function below
+    compiled with Cython when first used, with those C types for its variables, and built once into
     $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are compiled
-    with it, for its own calls to them; the methods of its class it names (`self.name`) are compiled
-    and take their place in the class. Needs Cython and a C compiler where it runs; without them it all
-    runs as plain Python. Added by redline, which verified the compiled function on its calls."""
+    with it (with the types named after them), for its own calls to them; the methods of its class it
+    names (`self.name`) are compiled and take their place in the class. Needs Cython and a C compiler
+    where it runs; without them it all runs as plain Python. Added by redline, which verified the
+    compiled function on its calls."""
 
     # Cython as a command, with the module's own names (given to the module when it loads) allowed,
     # annotations read as Python reads them (a parameter annotated `str` takes a subclass of str), and
@@ -87,24 +88,24 @@ class _RedlineCython(functools.partial):
     @staticmethod
     def source(text, qualname, types, functions=(), methods=()):
         """What Cython compiles: the def without decorators, typed, inside a class like its owner's with
-        the methods it calls; the module functions it calls above it (all as their own source)."""
+        the methods it calls; the module functions it calls above it (all as their own source, each a
+        (source, types) pair)."""
         import textwrap
 
-        def bare(text):
+        def bare(text, types):
             lines = textwrap.dedent(text).splitlines(keepends=True)
             while lines and not lines[0].lstrip().startswith(("def ", "async def ")):
                 lines.pop(0)
-            return "".join(lines)
+            typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
+            return (f"@cython.locals({typed})\\n" if types else "") + "".join(lines)
 
         owner = qualname.rpartition(".")[0]
-        body = _RedlineCython.supers(bare(text), owner)
-        if types:
-            typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
-            body = f"@cython.locals({typed})\\n{body}"
+        body = bare(_RedlineCython.supers(bare(text, {}), owner), types)
         if owner:
-            body = f"class {owner}:\\n" + textwrap.indent(
-                "\\n".join([body, *(_RedlineCython.supers(bare(m), owner) for m in methods)]), "    ")
-        return ("import cython\\n\\n" if types else "") + "".join(bare(f) + "\\n\\n" for f in functions) + body
+            body = f"class {owner}:\\n" + textwrap.indent("\\n".join(
+                [body, *(bare(_RedlineCython.supers(bare(m, {}), owner), t) for m, t in methods)]), "    ")
+        typed = types or any(t for _, t in [*functions, *methods])
+        return ("import cython\\n\\n" if typed else "") + "".join(bare(f, t) + "\\n\\n" for f, t in functions) + body
 
     @staticmethod
     def supers(text, owner):
@@ -132,8 +133,8 @@ class _RedlineCython(functools.partial):
         return name
 
     def called(self, fn, cls):
-        """The functions named in the decorator, as (stored name, function, is a method): each only where
-        it is still the module's own plain function, whose source is what gets compiled."""
+        """The functions named in the decorator, as (stored name, function, is a method, its types): each
+        only where it is still the module's own plain function, whose source is what gets compiled."""
         if not self.calls:
             return []
         import inspect
@@ -141,7 +142,9 @@ class _RedlineCython(functools.partial):
         # copy of the user's module), that module's spec names it.
         home = {fn.__module__, getattr(fn.__globals__.get("__spec__"), "name", None)}
         found = []
-        for call in self.calls:
+        for named in self.calls:
+            call, _, typed = named.rstrip(")").partition("(")
+            types = dict(part.split("=") for part in typed.split(", ") if part)
             method = call.startswith("self.")
             name = self.stored(fn.__qualname__.rpartition(".")[0], call[5:]) if method else call
             if method:
@@ -149,7 +152,7 @@ class _RedlineCython(functools.partial):
             else:
                 value = fn.__globals__.get(name)
             if inspect.isfunction(value) and value.__module__ in home and not hasattr(value, "__wrapped__"):
-                found.append((name, value, method))
+                found.append((name, value, method, types))
         return found
 
     @staticmethod
@@ -183,7 +186,7 @@ class _RedlineCython(functools.partial):
         from importlib.machinery import EXTENSION_SUFFIXES
         st = os.stat(fn.__code__.co_filename)
         key = (fn.__code__.co_filename, st.st_mtime_ns, st.st_size, fn.__qualname__, sorted(self.types.items()),
-               [name for name, _, _ in called], sys.version, self.CYTHON)
+               [(name, types) for name, _, _, types in called], sys.version, self.CYTHON)
         index = os.path.join(cache, "index", hashlib.sha256(repr(key).encode()).hexdigest()[:32])
         try:
             with open(index) as fh:
@@ -194,8 +197,8 @@ class _RedlineCython(functools.partial):
             pass
         import inspect
         source = self.source(inspect.getsource(fn), fn.__qualname__, self.types,
-                             [inspect.getsource(f) for _, f, method in called if not method],
-                             [inspect.getsource(f) for _, f, method in called if method])
+                             [(inspect.getsource(f), t) for _, f, method, t in called if not method],
+                             [(inspect.getsource(f), t) for _, f, method, t in called if method])
         stem = f"_redline_cy_{fn.__name__.strip('_')}_" + hashlib.sha256(
             (source + sys.version + self.CYTHON).encode()).hexdigest()[:16]
         so = os.path.join(cache, stem + EXTENSION_SUFFIXES[0])
@@ -227,11 +230,11 @@ class _RedlineCython(functools.partial):
             spec.loader.exec_module(module)
             if owner:
                 compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)]
-                copies = {name: vars(module)[owner].__dict__[name] for name, _, method in called if method}
+                copies = {name: vars(module)[owner].__dict__[name] for name, _, method, _ in called if method}
                 vars(module)[owner] = cls  # its own references to the class: the real one
             else:
                 compiled, copies = vars(module)[fn.__name__], {}
-            for name, original, method in called:
+            for name, original, method, _ in called:
                 copy = copies[name] if method else vars(module)[name]
                 copy.__module__, copy.__qualname__ = original.__module__, original.__qualname__
                 if method and vars(cls).get(name) is original:
@@ -280,8 +283,7 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
     An argument with a default is typed only where the type takes the default (see _default_fits): a
     call may leave it to it."""
     args = [*fn.args.posonlyargs, *fn.args.args]
-    defaults = dict(zip((a.arg for a in args[len(args) - len(fn.args.defaults):]), fn.args.defaults, strict=True)) \
-        if fn.args.defaults else {}
+    defaults = _defaults(fn)
     params = [a.arg for a in args][1 if method else 0:]
     types: dict[str, str] = {}
     if signatures:
@@ -299,6 +301,12 @@ def argument_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, inputs: list[str]
     positions = _positions(fn, sequences)
     return {k: v for k, v in types.items() if (v != "Py_ssize_t" or k in positions)
             and (k not in defaults or _default_fits(defaults[k], v))}
+
+
+def _defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """The positional parameters' defaults, by name."""
+    args = [*fn.args.posonlyargs, *fn.args.args]
+    return dict(zip((a.arg for a in args[len(args) - len(fn.args.defaults):]), fn.args.defaults, strict=True))
 
 
 # A default a typed argument may keep: what the C type accepts (None for the builtin types; a literal of
@@ -647,33 +655,73 @@ class CythonProposer(Proposer):
             return []
         t = ctx.target
         typed = declarations(t, ctx)
-        calls = callees(t)
-        variants: list[tuple[dict[str, str], list[tuple[str, str]]]] = [({}, [])]
+        calls: list[Callee] = [(name, text, {}) for name, text in callees(t)]
+        variants: list[tuple[dict[str, str], list[Callee]]] = [({}, [])]
         if typed:
             variants.append((typed, []))
         if calls:
             variants.append(({}, calls))
-        if typed and calls:
-            variants.append((typed, calls))
+        # Only the module's functions are typed: their compiled copies serve the target's calls alone,
+        # where a method's takes its place in the class for every caller, whose types no trace saw.
+        typed_calls = [(name, text, {} if name.startswith("self.") else callee_declarations(t, text, ctx))
+                       for name, text, _ in calls]
+        if typed_calls and (typed or any(types for _, _, types in typed_calls)):
+            variants.append((typed, typed_calls))
         out, errors, tried = [], [], set()
         for types, with_calls in variants:
             error, unassigned = _cython(t, types, with_calls)
-            if maybe := {name for name in unassigned if types.get(name) in _C_TYPES}:
+            if maybe := {name for name in unassigned if name in _c_typed(types, with_calls)}:
                 # A C-typed local Python may find unassigned is left to Python (it raises UnboundLocalError).
                 types = {k: v for k, v in types.items() if k not in maybe}
+                with_calls = [(n, text, {k: v for k, v in ty.items() if k not in maybe}) for n, text, ty in with_calls]
                 error = _cython(t, types, with_calls)[0]
-            variant = (tuple(sorted(types.items())), tuple(name for name, _ in with_calls))
+            named = [_named(name, ty) for name, _, ty in with_calls]
+            variant = (tuple(sorted(types.items())), tuple(named))
             if variant in tried:
                 continue
             tried.add(variant)
             if error:
                 errors.append(error)
                 continue
-            out.append(Proposal(code=candidate(t, types, [name for name, _ in with_calls]),
+            out.append(Proposal(code=candidate(t, types, named),
                                 origin="builtin:cython", trusted=True, approach=_approach(types, with_calls)))
         if not out:
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
+
+
+# A function the target calls, compiled with it: its name in the decorator, its source, its declarations.
+Callee = tuple[str, str, dict[str, str]]
+
+
+def _named(name: str, types: dict[str, str]) -> str:
+    """A callee as the decorator names it: `skip_chars`, or typed `skip_chars(pos=Py_ssize_t, src=str)`."""
+    return f"{name}({', '.join(f'{k}={v}' for k, v in sorted(types.items()))})" if types else name
+
+
+def _c_typed(types: dict[str, str], calls: list[Callee]) -> set[str]:
+    """The variables a variant declares a C type, the target's and its callees'."""
+    return {k for ty in [types, *(c[2] for c in calls)] for k, v in ty.items() if v in _C_TYPES}
+
+
+def callee_declarations(t: Target, text: str, ctx: Context) -> dict[str, str]:
+    """What a module function compiled with a typed variant declares: its variables' types from the trace of the
+    target's calls (Context.callee_types: the module's functions they reached), by the rules for the
+    target's locals (local_types, characters); a parameter only where its default fits the type, never
+    the `*args` or `**kwargs` one."""
+    fn = ast.parse(textwrap.dedent(text)).body[0]
+    assert isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    at = t.source.find(text)  # callees() takes its source from the module's lines: its def's line
+    seen = ctx.callee_types.get(f"{fn.name}@{t.source.count(chr(10), 0, at) + 1}", {}) if at >= 0 else {}
+    if not seen:
+        return {}
+    defaults = {**_defaults(fn), **{a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+                                    if d is not None}}
+    stars = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
+    first = local_types(fn, seen)
+    typed = local_types(fn, seen, frozenset(k for k, v in first.items() if v in _SEQUENCES))
+    return characters({k: v for k, v in typed.items() if k not in stars
+                       and (k not in defaults or _default_fits(defaults[k], v))}, fn)
 
 
 # The declared types whose items Cython reads by a C index.
@@ -697,23 +745,26 @@ def declarations(t: Target, ctx: Context) -> dict[str, str]:
     return characters(declared(frozenset(k for k, v in first.items() if v in _SEQUENCES)), fn)
 
 
-def _approach(types: dict[str, str], calls: list[tuple[str, str]]) -> str:
+def _approach(types: dict[str, str], calls: list[Callee]) -> str:
     said = "compiled with Cython" + (" with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
-    functions, methods = ([name for name, _ in part] for part in _split(calls))
+    functions, methods = ([name for name, _, _ in part] for part in _split(calls))
     if functions:
         said += f", with compiled copies of the functions it calls ({', '.join(functions)}) for its own calls"
     if methods:
         said += f", {'and ' if functions else 'with '}the methods it calls ({', '.join(methods)}) compiled in their class"
+    if any(ty for _, _, ty in calls):
+        said += ", typed from their calls"
     return said + "; needs Cython and a C compiler where it runs (plain Python without them)"
 
 
-def _split(calls: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Callees ((name, source) pairs, see callees) as the module's functions and the class's methods."""
+def _split(calls: list[Callee]) -> tuple[list[Callee], list[Callee]]:
+    """Callees as the module's functions and the class's methods."""
     return [c for c in calls if not c[0].startswith("self.")], [c for c in calls if c[0].startswith("self.")]
 
 
 def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) -> str:
-    """The helper class, then the target's own source with the decorator above its def."""
+    """The helper class, then the target's own source with the decorator above its def (naming the
+    callees as _named writes them)."""
     source = textwrap.dedent(t.function_source)
     args = ", ".join([*(repr(c) for c in calls or []), *(f"{k}={v!r}" for k, v in sorted(types.items()))])
     return f"{HELPER}\n\n@_RedlineCython({args})\n{source}"
@@ -724,12 +775,12 @@ def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) 
 _UNASSIGNED = re.compile(r"local variable '(\w+)' (?:might be )?referenced before assignment")
 
 
-def _cython(t: Target, types: dict[str, str], calls: list[tuple[str, str]] | None = None) -> tuple[str | None, set[str]]:
+def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None) -> tuple[str | None, set[str]]:
     """Cython on the source the decorator would compile: its first error (None where it compiles), and
     the variables it says may be read before they are assigned."""
     functions, methods = _split(calls or [])
-    source = _helper().source(t.function_source, t.qualname, types, [text for _, text in functions],
-                              [text for _, text in methods])
+    source = _helper().source(t.function_source, t.qualname, types, [(text, ty) for _, text, ty in functions],
+                              [(text, ty) for _, text, ty in methods])
     with tempfile.TemporaryDirectory(prefix="redline-cython-") as tmp:
         py = os.path.join(tmp, "_redline_check.py")
         with open(py, "w") as fh:

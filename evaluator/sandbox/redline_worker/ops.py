@@ -197,7 +197,7 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"reproduced": calls}
 
 
-# How many line events op_locals reads per call: a long loop's first iterations show its locals' types,
+# How many line events op_locals reads per function and call: a long loop's first iterations show its locals' types,
 # and every call's are read (a type one call gives a local, declared, fails another call).
 LOCALS_LINES = 2000
 
@@ -205,39 +205,51 @@ LOCALS_LINES = 2000
 def op_locals(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     """The types each of the reference's variables (its parameters too, which its code may rebind; not
     those its inner functions share) held on the given calls, read at each line its own frames run and
-    at their return: a type name per value's exact type (`builtins.str`, `mod.Class`)."""
+    at their return: a type name per value's exact type (`builtins.str`, `mod.Class`). The same for the
+    other functions of its module the calls reach (`callees`, each by `name@line`, the line its code
+    starts on), which a compiler may build with it."""
     fn = getattr(subject.original, "__func__", subject.original)
     code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
     if code is None:
-        return {"types": {}}
-    names = set(code.co_varnames) - set(code.co_cellvars)
-    seen: dict[str, set[str]] = {name: set() for name in names}
-    lines = [0]
+        return {"types": {}, "callees": {}}
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    files = {code.co_filename, getattr(module, "__file__", None)}
+    seen: dict[Any, dict[str, set[str]]] = {}
+    lines: dict[Any, int] = {}
 
     def read(frame: Any, event: str, arg: Any) -> Any:
+        co = frame.f_code
         if event in ("line", "return"):
-            lines[0] += 1
+            lines[co] = lines.get(co, 0) + 1
+            held = seen[co]
             for name, value in frame.f_locals.items():
-                if name in seen:
+                if name in held:
                     t = _type(value)
-                    seen[name].add(f"{t.__module__}.{t.__qualname__}")
-        if lines[0] < LOCALS_LINES:
-            return read
-        sys.settrace(None)  # seen enough: the rest of the call runs untraced
-        return None
+                    held[name].add(f"{t.__module__}.{t.__qualname__}")
+        return read if lines[co] < LOCALS_LINES else None  # seen enough of this function on this call
 
     def calls(frame: Any, event: str, arg: Any) -> Any:
-        return read if frame.f_code is code else None
+        co = frame.f_code
+        if (co is not code and (co.co_filename not in files or co.co_name.startswith("<"))) \
+                or lines.get(co, 0) >= LOCALS_LINES:
+            return None
+        if co not in seen:
+            seen[co] = {name: set() for name in set(co.co_varnames) - set(co.co_cellvars)}
+        lines.setdefault(co, 0)
+        return read
 
     for index in req["seeds"]:
         args, kwargs, target = subject.inputs(index)
-        lines[0] = 0
+        lines.clear()
         sys.settrace(calls)
         try:
             call(target, args, kwargs)
         finally:
             sys.settrace(None)
-    return {"types": {name: sorted(types) for name, types in sorted(seen.items()) if types}}
+
+    def held(co: Any) -> dict[str, list[str]]:
+        return {name: sorted(types) for name, types in sorted(seen.get(co, {}).items()) if types}
+    return {"types": held(code), "callees": {f"{co.co_name}@{co.co_firstlineno}": held(co) for co in seen if co is not code}}
 
 
 class _Canonical(pickle._Pickler):
