@@ -26,6 +26,7 @@ import sys
 import sysconfig
 import tempfile
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from ..target import Target
@@ -336,6 +337,7 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
     where Python's carries on, which a position never reaches. Other integers are not declared, nor
     anything else."""
     out = {}
+    positions = _positions(fn, sequences)
     for name, types in seen.items():
         kinds = {t.removeprefix("builtins.") for t in types}
         objects = kinds - {"NoneType"}
@@ -345,7 +347,7 @@ def local_types(fn: ast.FunctionDef | ast.AsyncFunctionDef, seen: dict[str, list
             declared, allowed = "double", {"float", "same"}
         elif kinds == {"bool"}:
             declared, allowed = "bint", {"bool"}
-        elif kinds == {"int"} and name in _positions(fn, sequences):
+        elif kinds == {"int"} and name in positions:
             declared, allowed = "Py_ssize_t", {"int", "same", None}
         else:
             continue
@@ -375,8 +377,8 @@ def characters(types: dict[str, str], fn: ast.FunctionDef | ast.AsyncFunctionDef
 def _positions(fn: ast.FunctionDef | ast.AsyncFunctionDef, sequences: frozenset[str]) -> set[str]:
     """The names the function uses as positions in the sequences it declares, or binds only to a len(),
     and as nothing a C integer would have to become a Python int again for: read in an index or slice
-    bound of one of `sequences` (`src[pos]`, `xs[i - 1]`, `s[a:b]`), otherwise only in arithmetic, comparisons, a range's or min's
-    or max's arguments, assignments and the value returned. Passed to a call or used as a key, each
+    bound of one of `sequences` (`src[pos]`, `xs[i - 1]`, `s[a:b]`), otherwise only in arithmetic,
+    comparisons, a range's or min's or max's arguments, assignments and the value returned. Passed to a call or used as a key, each
     read would make a new int object (slower than Python, which holds one), and it is not declared.
     Nor is one the code divides with `/`, raises to a power, shifts left or gives a literal past 2**62
     (values a C integer would not hold)."""
@@ -426,7 +428,6 @@ def _use(name: ast.Name, parents: dict[ast.AST, ast.AST], sequences: frozenset[s
     if isinstance(parent, ast.Call) and node in parent.args:
         return "" if isinstance(parent.func, ast.Name) and parent.func.id in _C_CALLS else "boxed"
     return "" if isinstance(parent, (ast.Compare, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)) else "boxed"
-
 
 
 def _beyond(value: ast.AST) -> bool:
@@ -718,10 +719,9 @@ def callee_declarations(t: Target, text: str, ctx: Context) -> dict[str, str]:
     defaults = {**_defaults(fn), **{a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
                                     if d is not None}}
     stars = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
-    first = local_types(fn, seen)
-    typed = local_types(fn, seen, frozenset(k for k, v in first.items() if v in _SEQUENCES))
-    return characters({k: v for k, v in typed.items() if k not in stars
-                       and (k not in defaults or _default_fits(defaults[k], v))}, fn)
+    return _with_positions(fn, lambda sequences: {
+        k: v for k, v in local_types(fn, seen, sequences).items()
+        if k not in stars and (k not in defaults or _default_fits(defaults[k], v))})
 
 
 # The declared types whose items Cython reads by a C index.
@@ -741,6 +741,13 @@ def declarations(t: Target, ctx: Context) -> dict[str, str]:
         passed = argument_types(fn, ctx.inputs, "." in t.qualname, signatures, sequences)
         arguments = {k: v for k, v in passed.items() if _holds(fn, k, v, ctx.local_types, sequences)}
         return {**{k: v for k, v in local_types(fn, ctx.local_types, sequences).items() if k not in params}, **arguments}
+    return _with_positions(fn, declared)
+
+
+def _with_positions(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                    declared: Callable[[frozenset[str]], dict[str, str]]) -> dict[str, str]:
+    """`declared` (the declarations given the sequences whose positions may be C integers) taken twice:
+    first with none, then with the sequences that gives; less the str declarations of single characters."""
     first = declared(frozenset())
     return characters(declared(frozenset(k for k, v in first.items() if v in _SEQUENCES)), fn)
 

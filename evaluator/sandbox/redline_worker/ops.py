@@ -197,8 +197,8 @@ def op_reproduce(subject: Subject, req: dict[str, Any]) -> dict[str, Any]:
     return {"reproduced": calls}
 
 
-# How many line events op_locals reads per function and call: a long loop's first iterations show its locals' types,
-# and every call's are read (a type one call gives a local, declared, fails another call).
+# How many line events op_locals reads per function and call: a long loop's first iterations show its
+# locals' types, and every call's are read (a type one call gives a local, declared, fails another call).
 LOCALS_LINES = 2000
 
 
