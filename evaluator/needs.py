@@ -14,7 +14,7 @@ from .models import FileEdit
 from .target import Target, imports_of
 
 # The Cython proposer's decorator imports Cython only when it first compiles (proposers/compiled.py).
-_CYTHON_HELPER = "class _RedlineCython:"
+_CYTHON_HELPER = re.compile(r"^class _RedlineCython\b", re.M)
 
 
 def needs(target: Target, code: str) -> list[str]:
@@ -31,7 +31,7 @@ def needs(target: Target, code: str) -> list[str]:
         if top in own or top in sys.stdlib_module_names or top == "__future__" or _is_local(target, top):
             continue
         found.append((owners.get(top) or [top])[0])
-    if _CYTHON_HELPER in code and _CYTHON_HELPER not in target.source:
+    if _CYTHON_HELPER.search(code) and not _CYTHON_HELPER.search(target.source):
         found.append("cython")
     return sorted(dict.fromkeys(d.lower() for d in found))
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, redline
-from redline.evaluator.needs import dependency_edit
+from redline.evaluator.needs import dependency_edit, needs
+from redline.evaluator.proposers.compiled import candidate
+from redline.evaluator.target import Target, locate
 
 
 @pytest.mark.parametrize("pyproject, expected", [
@@ -35,6 +37,19 @@ def test_nothing_is_edited_where_there_is_nothing_to_add_to(tmp_path: Path, pypr
     if pyproject is not None:
         (tmp_path / "pyproject.toml").write_text(pyproject)
     assert dependency_edit(tmp_path, ["numba"]) is None
+
+
+def test_a_function_compiled_with_cython_needs_cython_where_it_runs(tmp_path: Path) -> None:
+    """The Cython proposer's decorator imports Cython only when it first compiles: the winner still
+    declares it, once, and a module that already carries the decorator adds nothing."""
+    file = tmp_path / "m.py"
+    file.write_text("def total(xs):\n    return sum(xs)\n")
+    loc = locate(f"{file}::total")
+    target = Target(loc.file, loc.qualname, loc.fn, loc.source, tmp_path, None)  # type: ignore[arg-type]
+    code = candidate(target, {"xs": "list"})
+    assert needs(target, code) == ["cython"]
+    carried = Target(loc.file, loc.qualname, loc.fn, code, tmp_path, None)  # type: ignore[arg-type]
+    assert needs(carried, code) == []
 
 
 @pytest.mark.slow
