@@ -72,10 +72,10 @@ def compiler() -> Check:
     cc = c_compiler()
     headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
     if cc is None:
-        return Check("C compiler", "limited", "no C compiler: the Cython proposer and torch's inline extensions "
+        return Check("C compiler", "limited", "no C compiler: the Cython and mypyc proposers and torch's inline extensions "
                      "are skipped", "sudo apt-get install gcc")
     if not os.path.exists(headers):
-        return Check("C compiler", "limited", f"{cc} found, but not Python's headers ({headers}): the Cython proposer is skipped",
+        return Check("C compiler", "limited", f"{cc} found, but not Python's headers ({headers}): the Cython and mypyc proposers are skipped",
                      f"sudo apt-get install python{sys.version_info.major}.{sys.version_info.minor}-dev")
     return Check("C compiler", "ok", f"{cc} and Python's headers")
 
@@ -110,6 +110,7 @@ def interpreter() -> Check:
 def checks() -> list[Check]:
     found = [interpreter(), sandbox(), sampling(), compiler(),
              module("Cython", "the Cython proposer", "pip install 'redline[compile]'")(),
+             module("mypyc", "the mypyc proposer", "pip install 'redline[compile]'")(),
              module("numba", "the numba proposer", "pip install numba")(),
              module("torch", "the torch proposers (torch.compile, idioms, CUDA graphs)", "pip install 'redline[gpu]'")()]
     return found + gpu_tools()

@@ -13,8 +13,9 @@ from pathlib import Path
 from .models import FileEdit
 from .target import Target, imports_of
 
-# The Cython proposer's decorator imports Cython only when it first compiles (proposers/compiled.py).
-_CYTHON_HELPER = re.compile(r"^class _RedlineCython\b", re.M)
+# The compiling proposers' decorators import their compiler only when they first compile
+# (proposers/compiled.py, proposers/mypyc.py): the distribution each needs.
+_COMPILERS = {"cython": re.compile(r"^\s*@_RedlineCython\(", re.M), "mypy": re.compile(r"^\s*@_RedlineMypyc\(", re.M)}
 
 
 def needs(target: Target, code: str) -> list[str]:
@@ -31,8 +32,7 @@ def needs(target: Target, code: str) -> list[str]:
         if top in own or top in sys.stdlib_module_names or top == "__future__" or _is_local(target, top):
             continue
         found.append((owners.get(top) or [top])[0])
-    if _CYTHON_HELPER.search(code) and not _CYTHON_HELPER.search(target.source):
-        found.append("cython")
+    found += [name for name, used in _COMPILERS.items() if used.search(code) and not used.search(target.source)]
     return sorted(dict.fromkeys(d.lower() for d in found))
 
 

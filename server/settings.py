@@ -34,7 +34,7 @@ class ServerSettings(BaseModel):
     timeLimit: float = Field(default=300.0, gt=0, description="Wall-clock limit of one Optimise run, in seconds.")
     device: Literal["cpu", "cuda"] = Field(default="cpu", description="Device candidates are checked and timed on.")
     builtinProposers: bool = Field(default=True, description=(
-        "Use the built-in proposers (ruff's fixes, plain-Python rewrites, Cython, Numba, Triton "
+        "Use the built-in proposers (ruff's fixes, plain-Python rewrites, Cython, mypyc, Numba, Triton "
         "configurations and templates, library idioms, torch.compile, CUDA graphs); no LLM needed."))
     candidatesDir: str = Field(default="", description=(
         "Folder of candidate files evaluated in every Optimise run, as the CLI's --candidates (relative "

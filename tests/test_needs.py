@@ -11,6 +11,7 @@ import pytest
 from helpers import REPO, redline
 from redline.evaluator.needs import dependency_edit, needs
 from redline.evaluator.proposers.compiled import candidate
+from redline.evaluator.proposers.mypyc import candidate as mypyc_candidate
 from redline.evaluator.target import Target, locate
 
 
@@ -39,9 +40,10 @@ def test_nothing_is_edited_where_there_is_nothing_to_add_to(tmp_path: Path, pypr
     assert dependency_edit(tmp_path, ["numba"]) is None
 
 
-def test_a_function_compiled_with_cython_needs_cython_where_it_runs(tmp_path: Path) -> None:
-    """The Cython proposer's decorator imports Cython only when it first compiles: the winner still
-    declares it, once, and a module that already carries the decorator adds nothing."""
+def test_a_compiled_function_needs_its_compiler_where_it_runs(tmp_path: Path) -> None:
+    """The compiling proposers' decorators import Cython or mypyc only when they first compile: the
+    winner still declares the one it uses (mypyc's carries Cython's class, which it builds on, and needs
+    mypy alone), and a module that already carries the decorator adds nothing."""
     file = tmp_path / "m.py"
     file.write_text("def total(xs):\n    return sum(xs)\n")
     loc = locate(f"{file}::total")
@@ -50,6 +52,7 @@ def test_a_function_compiled_with_cython_needs_cython_where_it_runs(tmp_path: Pa
     assert needs(target, code) == ["cython"]
     carried = Target(loc.file, loc.qualname, loc.fn, code, tmp_path, None)  # type: ignore[arg-type]
     assert needs(carried, code) == []
+    assert needs(target, mypyc_candidate(target, [])) == ["mypy"]
 
 
 @pytest.mark.slow

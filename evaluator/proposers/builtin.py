@@ -408,7 +408,9 @@ def builtin_proposers() -> list[Proposer]:
     # (and a small budget reaches it first); on plain Python those are skipped.
     from .compiled import CythonProposer
     from .lint import RuffFixProposer
+    from .mypyc import MypycProposer
     from .rewrites import PlainPythonProposer
 
     return [NumbaProposer(), TritonConfigProposer(), IdiomProposer(), TritonTemplateProposer(), TorchCompileProposer(),
-            CudaGraphProposer(), RuffFixProposer(), PlainPythonProposer(), CythonProposer()]
+            CudaGraphProposer(), RuffFixProposer(), PlainPythonProposer(), CythonProposer(),
+            MypycProposer()]

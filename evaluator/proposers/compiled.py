@@ -52,6 +52,7 @@ class _RedlineCython(functools.partial):
               "from Cython.Compiler.Main import setuptools_main; sys.argv[1:] = "
               "['-3', '-X', 'binding=True', '-X', 'annotation_typing=False', '-X', 'overflowcheck=True', *sys.argv[1:]]; "
               "sys.exit(setuptools_main())")
+    COMMAND, STEM = CYTHON, "_redline_cy_"
 
     # A partial: once loaded, a call goes from the partial's C code to the compiled function's, with no
     # Python frame between them; until then it goes to `decorate`, then to `first`.
@@ -156,8 +157,8 @@ class _RedlineCython(functools.partial):
                 found.append((name, value, method, types))
         return found
 
-    @staticmethod
-    def build(source, so):
+    @classmethod
+    def build(cls, source, so, root):
         """Build the extension module `so` from `source` with Cython and the C compiler."""
         import os
         import subprocess
@@ -170,12 +171,20 @@ class _RedlineCython(functools.partial):
             py = os.path.join(tmp, name.split(".")[0] + ".py")
             with open(py, "w") as fh:
                 fh.write(source)
-            subprocess.run([sys.executable, "-c", _RedlineCython.CYTHON, py], check=True, capture_output=True)
+            subprocess.run([sys.executable, "-c", cls.CYTHON, py], check=True, capture_output=True)
             cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
             out = os.path.join(tmp, "module.so")
             subprocess.run([*cc, "-shared", "-fPIC", "-O2", "-I" + sysconfig.get_paths()["include"], py[:-3] + ".c",
                             "-o", out], check=True, capture_output=True)
             os.replace(out, so)
+
+    def module_source(self, fn, called):
+        """What gets compiled for `fn` and the functions it names, and the folder its imports resolve from
+        (none: Cython's module is given its names when it loads)."""
+        import inspect
+        return self.source(inspect.getsource(fn), fn.__qualname__, self.types,
+                           [(inspect.getsource(f), t) for _, f, method, t in called if not method],
+                           [(inspect.getsource(f), t) for _, f, method, t in called if method]), None
 
     def built(self, fn, called, cache):
         """The extension module's path. Found, as Python finds a module's bytecode, by its file's size and
@@ -187,7 +196,7 @@ class _RedlineCython(functools.partial):
         from importlib.machinery import EXTENSION_SUFFIXES
         st = os.stat(fn.__code__.co_filename)
         key = (fn.__code__.co_filename, st.st_mtime_ns, st.st_size, fn.__qualname__, sorted(self.types.items()),
-               [(name, types) for name, _, _, types in called], sys.version, self.CYTHON)
+               [(name, types) for name, _, _, types in called], sys.version, self.COMMAND)
         index = os.path.join(cache, "index", hashlib.sha256(repr(key).encode()).hexdigest()[:32])
         try:
             with open(index) as fh:
@@ -196,20 +205,25 @@ class _RedlineCython(functools.partial):
                 return so
         except OSError:
             pass
-        import inspect
-        source = self.source(inspect.getsource(fn), fn.__qualname__, self.types,
-                             [(inspect.getsource(f), t) for _, f, method, t in called if not method],
-                             [(inspect.getsource(f), t) for _, f, method, t in called if method])
-        stem = f"_redline_cy_{fn.__name__.strip('_')}_" + hashlib.sha256(
-            (source + sys.version + self.CYTHON).encode()).hexdigest()[:16]
+        source, root = self.module_source(fn, called)
+        stem = f"{self.STEM}{fn.__name__.strip('_')}_" + hashlib.sha256(
+            (source + sys.version + repr(self.COMMAND)).encode()).hexdigest()[:16]
         so = os.path.join(cache, stem + EXTENSION_SUFFIXES[0])
         if not os.path.exists(so):
-            self.build(source, so)
+            self.build(source, so, root)
         os.makedirs(os.path.dirname(index), exist_ok=True)
         with open(index + f".{os.getpid()}", "w") as fh:
             fh.write(os.path.basename(so))
         os.replace(index + f".{os.getpid()}", index)
         return so
+
+    @staticmethod
+    def named(copy, original):
+        """A compiled copy named as the function it stands for (where its kind of function lets it)."""
+        try:
+            copy.__module__, copy.__qualname__ = original.__module__, original.__qualname__
+        except (AttributeError, TypeError):
+            pass
 
     def load(self):
         import importlib.util
@@ -227,7 +241,7 @@ class _RedlineCython(functools.partial):
             so = self.built(fn, called, cache)
             spec = importlib.util.spec_from_file_location(os.path.basename(so).split(".")[0], so)
             module = importlib.util.module_from_spec(spec)
-            module.__dict__.update({k: v for k, v in fn.__globals__.items() if not k.startswith("__")})
+            module.__dict__.update({k: v for k, v in fn.__globals__.items() if not k.startswith("__") and k not in vars(module)})
             spec.loader.exec_module(module)
             if owner:
                 compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)]
@@ -237,10 +251,10 @@ class _RedlineCython(functools.partial):
                 compiled, copies = vars(module)[fn.__name__], {}
             for name, original, method, _ in called:
                 copy = copies[name] if method else vars(module)[name]
-                copy.__module__, copy.__qualname__ = original.__module__, original.__qualname__
+                self.named(copy, original)
                 if method and vars(cls).get(name) is original:
                     setattr(cls, name, copy)
-            compiled.__module__, compiled.__qualname__ = fn.__module__, fn.__qualname__
+            self.named(compiled, fn)
         except Exception as exc:
             if os.environ.get("REDLINE_CYTHON_STRICT"):
                 raise
@@ -523,6 +537,17 @@ def _positional_types(signature: str) -> list[str]:
     return [p.strip().split("[", 1)[0].split("(", 1)[0] for p in parts if p.strip()]
 
 
+def missing_toolchain(module: str, not_installed: str) -> str | None:
+    """Why a compiler (the Python module `module`) cannot build extensions here, or None."""
+    if importlib.util.find_spec(module) is None:
+        return not_installed
+    if c_compiler() is None:
+        return "no C compiler (set CC, or install gcc)"
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        return "Python's headers are not installed (python3-dev)"
+    return None
+
+
 def c_compiler() -> str | None:
     cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
     return shutil.which(cc[0]) if cc else None
@@ -643,13 +668,7 @@ class CythonProposer(Proposer):
     reads_local_types = True
 
     def skip(self, ctx: Context) -> str | None:
-        if importlib.util.find_spec("Cython") is None:
-            return "Cython is not installed (pip install cython)"
-        if c_compiler() is None:
-            return "no C compiler (set CC, or install gcc)"
-        if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
-            return "Python's headers are not installed (python3-dev)"
-        return _unsupported(ctx.target)
+        return missing_toolchain("Cython", "Cython is not installed (pip install cython)") or _unsupported(ctx.target)
 
     def propose(self, ctx: Context) -> list[Proposal]:
         if ctx.round != 1 or self.skip(ctx):

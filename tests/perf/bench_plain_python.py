@@ -1,14 +1,14 @@
-"""Benchmark: what the offline plain-Python proposers (ruff's fixes, redline's own rewrites, Cython) win on
+"""Benchmark: what the offline plain-Python proposers (ruff's fixes, redline's own rewrites, Cython, mypyc) win on
 real libraries' hot functions, through the real CLI.
 
 Run: .venv/bin/python tests/perf/bench_plain_python.py [--top N] [--scale X] [--only NAME,NAME] [--budget N]
 
 For each library of the corpus (tests/corpus): its sources copied into a scratch workspace, its
 workload profiled with py-spy, the N hottest functions of its own code captured with the defaults, and
-each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython` on its captured calls.
+each captured target optimised with `--builtin ruff-fixes,python-rewrites,cython,mypyc` on its captured calls.
 Then the library's winners are written into a copy of the workspace (as accepting them in the editor
 writes them) and the workload runs plain and with them, alternating five times: its printed output
-compared byte for byte, its median wall time as a ratio (bytecode written and Cython's builds done in a
+compared byte for byte, its median wall time as a ratio (bytecode written and the compiled builds done in a
 first run, not timed).
 Prints per target each candidate's approach, verdict and speedup, and the winner; per library the
 workload's figures; then a summary: targets with a verified winner, their median and geometric mean
@@ -91,7 +91,7 @@ def main() -> None:
             report = root / "reports" / f"{lib.name}-{manifest.parent.name}.json"
             report.parent.mkdir(exist_ok=True)
             t = time.perf_counter()
-            run = redline("optimise", target, "--builtin", "ruff-fixes,python-rewrites,cython", "--budget", str(args.budget),
+            run = redline("optimise", target, "--builtin", "ruff-fixes,python-rewrites,cython,mypyc", "--budget", str(args.budget),
                           "--json", str(report), cwd=work)
             took = time.perf_counter() - t
             if not report.exists():
