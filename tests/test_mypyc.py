@@ -100,9 +100,10 @@ def test_a_method_is_not_proposed_and_says_why(tmp_path: Path) -> None:
 def test_a_callee_mypy_rejects_is_left_to_python_and_the_rest_compile(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(
         "def wrong(x: int) -> str:\n    return x\n\n\ndef right(x: int) -> int:\n    return x * 2\n\n\n"
-        "def total(xs: list[int]) -> int:\n    return sum(right(x) for x in xs) + len(wrong(1) or '')\n")
+        "def worse(x: int) -> str:\n    return x + 1\n\n\n"
+        "def total(xs: list[int]) -> int:\n    return sum(right(x) for x in xs) + len(wrong(1) or worse(2) or '')\n")
     t = target_in(tmp_path / "m.py", "total")
-    assert [name for name, _ in callees(t)] == ["right", "wrong"]
+    assert [name for name, _ in callees(t)] == ["right", "wrong", "worse"]
     error, kept = _built(t, callees(t))
     assert error is None and [name for name, _ in kept] == ["right"]
     alone = target_in(tmp_path / "m.py", "wrong")

@@ -170,7 +170,7 @@ class _RedlineMypyc(_RedlineCython):
             said = run.stdout + run.stderr
             if run.returncode or cls.EAGER in said:
                 found = [line for line in said.splitlines() if ": error:" in line or cls.EAGER in line]
-                raise RuntimeError((found or said.splitlines()[-1:] or ["mypyc failed"])[0])
+                raise RuntimeError("\\n".join(found or said.splitlines()[-1:] or ["mypyc failed"]))
             os.replace(os.path.join(tmp, next(f for f in os.listdir(tmp) if f.startswith(stem + ".")
                                               and f.endswith(name[len(stem):]))), so)
 '''.strip("\n") + "\n"
@@ -238,8 +238,8 @@ _LINE = re.compile(r"^[^:]+:(\d+): ")
 
 def _built(t: Target, calls: list[tuple[str, str]]) -> tuple[str | None, list[tuple[str, str]]]:
     """mypyc on what the decorator would compile: its first error (None where it builds) and the callees
-    it builds with. A callee mypyc rejects (or would evaluate a generator of at once) is left out, its
-    calls going to the module's own function, and the rest built again."""
+    it builds with. The callees mypy or mypyc reject (or a generator of which mypyc would evaluate at
+    once) are left out, their calls going to the module's own functions, and the rest built again."""
     helper = _helper()
     root = helper.root(str(t.file), t.module_name)
     while True:
@@ -250,12 +250,11 @@ def _built(t: Target, calls: list[tuple[str, str]]) -> tuple[str | None, list[tu
                 helper.build(source, os.path.join(tmp, "_redline_mypyc_check.so"), root)
                 return None, calls
             except RuntimeError as exc:
-                error = str(exc)
-        line = _LINE.match(error)
-        at = int(line.group(1)) if line else 0
-        offending = [c for c in calls if at and _lines_of(source, c[1], at)]
+                errors = str(exc).splitlines()
+        at = [int(m.group(1)) for e in errors if (m := _LINE.match(e))]
+        offending = [c for c in calls if any(_lines_of(source, c[1], n) for n in at)]
         if not offending:
-            return error.split(": ", 1)[-1], calls
+            return errors[0].split(": ", 1)[-1], calls
         calls = [c for c in calls if c not in offending]
 
 
