@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -57,7 +58,11 @@ def test_ctrl_c_ends_an_attach_and_keeps_what_was_sampled(service: Service, tmp_
     for line in attach.stderr:
         if line.startswith("py-spy> Sampling process"):
             break
-    service.wait_served(150)  # about a second of requests: enough samples to read a share from
+    # Samples come at py-spy's rate (100 a second): a share is read from as many as the duration test's
+    # (1.5 s of requests at least; 150 requests alone were 0.1 s on a fast run, 11 samples).
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:
+        service.wait_served(25)
     os.killpg(attach.pid, signal.SIGINT)
     out, err = attach.communicate(timeout=60)
     assert attach.returncode == 0, err
