@@ -14,8 +14,10 @@ from .models import FileEdit
 from .target import Target, imports_of
 
 # The compiling proposers' decorators import their compiler only when they first compile
-# (proposers/compiled.py, proposers/mypyc.py): the distribution each needs.
-_COMPILERS = {"cython": re.compile(r"^\s*@_RedlineCython\(", re.M), "mypy": re.compile(r"^\s*@_RedlineMypyc\(", re.M)}
+# (proposers/compiled.py, proposers/mypyc.py): the distributions each needs.
+# (mypyc builds through setuptools, which a Python 3.12 environment does not have by default).
+_COMPILERS = [(re.compile(r"^\s*@_RedlineCython\(", re.M), ["cython"]),
+              (re.compile(r"^\s*@_RedlineMypyc\(", re.M), ["mypy", "setuptools"])]
 
 
 def needs(target: Target, code: str) -> list[str]:
@@ -32,7 +34,7 @@ def needs(target: Target, code: str) -> list[str]:
         if top in own or top in sys.stdlib_module_names or top == "__future__" or _is_local(target, top):
             continue
         found.append((owners.get(top) or [top])[0])
-    found += [name for name, used in _COMPILERS.items() if used.search(code) and not used.search(target.source)]
+    found += [name for used, names in _COMPILERS if used.search(code) and not used.search(target.source) for name in names]
     return sorted(dict.fromkeys(d.lower() for d in found))
 
 

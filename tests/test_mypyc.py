@@ -121,7 +121,7 @@ def test_a_typed_parser_compiled_with_mypyc_is_verified_and_the_edit_compiles_it
         "parse_string, parse_list) for its own calls"]
     assert all(c["status"] in ("ok", "not_faster") for c in cands), [(c["status"], c["reason"]) for c in cands]
     if doc["winner"] is not None:
-        assert doc["winner"]["needs"] == ["mypy"]
+        assert doc["winner"]["needs"] == ["mypy", "setuptools"]
     # The edit written into a copy of the module, run in a fresh interpreter with its own build cache:
     # compiled on first use, the same results and the module's own error type from the compiled code.
     target = target_in(tmp_path / "work" / "plain_config.py", "parse")

@@ -43,7 +43,7 @@ def test_nothing_is_edited_where_there_is_nothing_to_add_to(tmp_path: Path, pypr
 def test_a_compiled_function_needs_its_compiler_where_it_runs(tmp_path: Path) -> None:
     """The compiling proposers' decorators import Cython or mypyc only when they first compile: the
     winner still declares the one it uses (mypyc's carries Cython's class, which it builds on, and needs
-    mypy alone), and a module that already carries the decorator adds nothing."""
+    mypy and the setuptools it builds with), and a module that already carries the decorator adds nothing."""
     file = tmp_path / "m.py"
     file.write_text("def total(xs):\n    return sum(xs)\n")
     loc = locate(f"{file}::total")
@@ -52,7 +52,7 @@ def test_a_compiled_function_needs_its_compiler_where_it_runs(tmp_path: Path) ->
     assert needs(target, code) == ["cython"]
     carried = Target(loc.file, loc.qualname, loc.fn, code, tmp_path, None)  # type: ignore[arg-type]
     assert needs(carried, code) == []
-    assert needs(target, mypyc_candidate(target, [])) == ["mypy"]
+    assert needs(target, mypyc_candidate(target, [])) == ["mypy", "setuptools"]
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ reported instead.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import tempfile
@@ -31,7 +32,7 @@ class _RedlineMypyc(_RedlineCython):
     module functions it names compiled with it (for its own calls to them), built once into
     $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). mypyc compiles by the annotations and checks
     arguments against them when called (another type raises TypeError); the rest of the module stays
-    as it is, the compiled module given its names. Needs mypy (which has mypyc) and a C compiler where it runs;
+    as it is, the compiled module given its names. Needs mypy (which has mypyc), setuptools and a C compiler where it runs;
     without them it all runs as plain Python. Added by redline, which verified the compiled function on
     its calls."""
 
@@ -192,6 +193,8 @@ class MypycProposer(Proposer):
     def skip(self, ctx: Context) -> str | None:
         if reason := missing_toolchain("mypyc", "mypy is not installed (pip install mypy: it has mypyc)"):
             return reason
+        if importlib.util.find_spec("setuptools") is None:
+            return "setuptools is not installed (mypyc builds with it: pip install setuptools)"
         if "." in ctx.target.qualname:
             return "a method (a function mypyc compiles does not bind to an instance)"
         return _unsupported(ctx.target)
@@ -229,8 +232,8 @@ def _approach(calls: list[str]) -> str:
     said = "compiled with mypyc"
     if calls:
         said += f", with compiled copies of the functions it calls ({', '.join(calls)}) for its own calls"
-    return said + ("; arguments checked against their annotations; needs mypy (mypyc) and a C compiler where it "
-                   "runs (plain Python without them)")
+    return said + ("; arguments checked against their annotations; needs mypy (mypyc), setuptools and a C compiler "
+                   "where it runs (plain Python without them)")
 
 
 _LINE = re.compile(r"^[^:]+:(\d+): ")
