@@ -58,6 +58,8 @@ class Resolver:
                 path = frame.file
         else:
             in_ws = False
+        # A file outside the workspace's own code keeps its absolute path (a library under the root's .venv).
+        shown = (self.ws.display(path) if in_ws else path) if path else ""
         if frame.kind == "kernel" and path is None:
             hit = self.kernels().get(frame.name.split("(")[0].strip())
             if hit is not None:
@@ -76,10 +78,10 @@ class Resolver:
                 # a class body runs the def statement of one of its methods, which is in no function.
                 fn = by_name(fns, frame.name) or (None if frame.line == fn.line else fn)
             if fn is not None:
-                return Place(self.ws.display(path), fn.qualname, fn.line, fn.end_line, in_ws)
+                return Place(shown, fn.qualname, fn.line, fn.end_line, in_ws)
             line = frame.line or 1
-            return Place(self.ws.display(path), frame.name, line, line, in_ws)
-        display = self.ws.display(path) if path else (frame.file or "")
+            return Place(shown, frame.name, line, line, in_ws)
+        display = shown if path else (frame.file or "")
         return Place(display, frame.name, frame.line or 0, frame.line or 0, in_ws)
 
 

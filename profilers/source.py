@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,6 +12,24 @@ from typing import Any
 
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".redline", ".mypy_cache",
               ".ruff_cache", ".pytest_cache", "site-packages", "dist", "build", ".tox"}
+# File names every package has: a match on the name alone says nothing (a trace's `re/__init__.py` is not
+# the workspace's `tabulate/__init__.py`).
+_GENERIC_NAMES = {"__init__.py", "__main__.py"}
+_PYTHON_DIR = re.compile(r"python\d+(\.\d+)?t?", re.IGNORECASE)
+
+
+def _skipped(folder: str) -> bool:
+    """A folder whose files are not the workspace's own code (a virtual environment, a cache, a build)."""
+    return folder in _SKIP_DIRS or folder.startswith(".")
+
+
+def standard_library(parts: Sequence[str]) -> bool:
+    """Whether a path is in a Python installation's standard library (`lib/python3.X/...`, outside
+    site-packages): such a file is never the workspace's, wherever the trace was recorded."""
+    for i in range(1, len(parts) - 1):
+        if parts[i - 1].lower() == "lib" and _PYTHON_DIR.fullmatch(parts[i]):
+            return not any(x in ("site-packages", "dist-packages") for x in parts[i + 1:])
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +149,27 @@ def by_name(functions: tuple[FunctionDef, ...], name: str) -> FunctionDef | None
     return None
 
 
+def _same_contents(elsewhere: Path, mine: Path) -> bool:
+    """Whether a file outside the workspace holds what the workspace's does (a copy installed into a
+    virtual environment); a path that does not exist here (a trace from another machine) is taken as
+    the same."""
+    try:
+        return elsewhere.read_bytes() == mine.read_bytes()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 class Workspace:
     """Maps the paths a trace names onto files under one root.
 
     A trace recorded elsewhere names `/home/dev/project/model/kernels.py` or just `kernels.py`;
-    the match is the workspace file sharing the longest path suffix with it (at least the file
-    name), and only when that longest match is unique.
+    the match is the workspace file sharing the longest path suffix with it, and only when that
+    longest match is unique. The suffix is at least the file name, and the folder too for a name
+    every package has (`__init__.py`). A standard-library path never matches, and neither does a
+    file that exists on this machine outside the root and shares only its name with a workspace file
+    of other contents (a library's own `utils.py`).
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -147,7 +181,7 @@ class Workspace:
         if self._by_basename is None:
             index: dict[str, list[tuple[str, ...]]] = {}
             for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+                dirnames[:] = [d for d in dirnames if not _skipped(d)]
                 rel = Path(dirpath).relative_to(self.root).parts
                 for fn in filenames:
                     if fn.endswith((".py", ".pyx", ".pyi")):
@@ -165,14 +199,14 @@ class Workspace:
         p = Path(trace_path)
         if p.is_absolute():
             try:
-                p.resolve().relative_to(self.root)
-                if p.is_file():
+                inside = p.resolve().relative_to(self.root).parts[:-1]
+                if p.is_file() and not any(_skipped(d) for d in inside):
                     found = str(p.resolve())
             except (ValueError, OSError):
                 found = None
         if found is None:
             parts = tuple(x for x in p.parts if x not in ("/", ""))
-            if parts:
+            if parts and not standard_library(parts):
                 best_len, best = 0, []
                 for cand in self._index().get(parts[-1], []):
                     n = 0
@@ -182,8 +216,10 @@ class Workspace:
                         best_len, best = n, [cand]
                     elif n == best_len:
                         best.append(cand)
-                if len(best) == 1:
+                if len(best) == 1 and best_len >= (2 if parts[-1] in _GENERIC_NAMES else 1):
                     found = str(self.root.joinpath(*best[0]))
+                    if best_len == 1 and p.is_absolute() and not _same_contents(p, Path(found)):
+                        found = None
         self._cache[trace_path] = found
         return found
 

@@ -166,6 +166,33 @@ def test_module_and_class_code_at_a_def_line_is_in_no_function(tmp_path: Path) -
     assert got["Table"].self_fraction == 0.25 and got["Table.row"].self_fraction == 0.5 and not got["Table"].callees
 
 
+def test_only_the_workspaces_own_files_are_its_code(tmp_path: Path) -> None:
+    """A real recording of a package that spends its time in `re` (whose file is also `__init__.py`)
+    and in a library under the workspace's `.venv`: neither is the workspace's code, so no function of
+    the package that was never called shows up hot (`re/__init__.py:166` once read as the package's
+    `__init__.py:166`, and `redline capture --top` chose that never-called function)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    filler = "".join(f"def never_called_{i}(x):\n" + "    x += 1\n" * 20 + "    return x\n\n\n" for i in range(20))
+    (pkg / "__init__.py").write_text(
+        "import re\nimport slowlib\n\n\n" + filler
+        + "def work():\n    n = 0\n    for i in range(60000):\n        n += bool(re.match('[a-z]+[0-9]', f'ab{i}'))\n"
+        "        n += slowlib.spin(i)\n    return n\n")
+    site = tmp_path / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "slowlib.py").write_text("def spin(i):\n    return sum(range(i % 50))\n")
+    script = tmp_path / "main.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(site)!r})\nimport pkg\nprint(pkg.work())\n")
+    trace = py_spy_record(script, tmp_path / "t.json", "speedscope")
+    spots = report([trace], tmp_path).hotspots
+    own = {h.function for h in spots if not Path(h.file).is_absolute() and not h.file.startswith("<")}
+    assert own <= {"work", "<module>"} and "work" in own, sorted(own)
+    match = next(h for h in spots if h.function == "match")
+    assert match.file.endswith("re/__init__.py") and Path(match.file).is_absolute(), match
+    spin = next(h for h in spots if h.function == "spin")
+    assert spin.file == str(site / "slowlib.py"), spin
+
+
 def test_profile_command_writes_trace_and_passes_exit_code(tmp_path: Path) -> None:
     script = tmp_path / "fails.py"
     script.write_text("import sys\ns = 0\nfor i in range(2_000_000):\n    s += i\nsys.exit(7)\n")
