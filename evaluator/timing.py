@@ -28,6 +28,11 @@ from .verdict import Channel, Rejected
 BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one timed batch
 # A small win is timed in at least PAIRS_FEWEST pairs of fresh workers, and at most PAIRS_MOST (across_pairs).
 PAIRS_FEWEST, PAIRS_MOST = 3, 6
+# Calls this short are timed on objects a worker has just made, and where those lie in a process's memory
+# differs from process to process: an identical copy of sortedcontainers' SortedList.add (0.5 µs a call)
+# measured 0.91-1.34x across pairs, and a compiled copy 1.56x in one pair and 0.93x in the program. Any
+# win on them, however large, is judged across pairs.
+SHORT_CALL_S = 50e-6
 FIRST_SEEN_CHUNK = 8  # calls per batch in the first-seen timing: back to back, as the program makes them
 ENERGY_S = 0.3  # seconds of back-to-back calls over which each side's energy per call is read
 _rng = random.SystemRandom()
@@ -359,13 +364,14 @@ def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
 
 def needs_pairs(seen: Verdict, verdict: Verdict, settings: EvalSettings) -> bool:
     """Whether a verdict is judged across more pairs of fresh workers (across_pairs): a win below
-    `confirm_below`, and a speedup that clears the threshold while its interval in this one pair reaches
+    `confirm_below`, any win on calls shorter than SHORT_CALL_S, and a speedup that clears the threshold while its interval in this one pair reaches
     1 (a burst of load on the machine in some rounds: undecided, not a loss). Not where first-seen calls
     decided `verdict` (they were timed in two pairs already, and later pairs time repeated calls only):
     its figure is then not `seen`'s."""
     if verdict.measured.speedup != seen.measured.speedup or verdict.measured.speedup < 1 + settings.threshold:
         return False
-    return verdict.status == "not_faster" or verdict.measured.speedup < settings.confirm_below
+    return (verdict.status == "not_faster" or verdict.measured.speedup < settings.confirm_below
+            or verdict.measured.baseline_median_s < SHORT_CALL_S)
 
 
 def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None:
