@@ -16,6 +16,7 @@ import shutil
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from typing import Any
 
 from .config import ConfigError, load_config
@@ -24,6 +25,7 @@ from .gate import Gate, checked, indistinct
 from .inputs.plan import InputPlan, fresh_seeds
 from .models import CandidateResult, EvalSettings, Job, KernelProfile
 from .offered import Offered
+from .proposers.compiled import compiled_by_redline, python_of
 from .protocol import Locals, Reproduce, Time
 from .sandbox import ExecutionBackend, LocalBackend, WorkerDied, WorkerTimeout, default_python
 from .stages import Stages, decided
@@ -270,6 +272,12 @@ class Evaluator:
         return self.run(Job(cid, code, origin, round_, parent, trusted, approach, reference))
 
     def run(self, job: Job) -> CandidateResult:
+        if not job.trusted and compiled_by_redline(job.code):
+            # The decorators build at import, which a candidate's own code may not (it starts processes):
+            # its Python is judged, and the built-in proposers compile what is verified.
+            job = replace(job, code=python_of(job.code), approach=(job.approach + "; " if job.approach else "")
+                          + "judged as Python: redline's compile decorators taken out (only its built-in "
+                          "proposers compile)")
         problem = check_candidate(job.code, self.target)
         if problem:
             return decided(job, "build_error", problem, "checks")

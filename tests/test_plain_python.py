@@ -753,3 +753,44 @@ def test_a_compiled_function_whose_calls_are_all_alike_is_not_judged_remembering
     assert doc["inputs"]["source"] == "captured"
     (cand,) = doc["candidates"]
     assert cand["status"] in ("ok", "not_faster") and "first-seen" not in cand["reason"], cand["reason"]
+
+
+def test_a_model_improving_a_compiled_winner_is_shown_its_python_and_edits_that() -> None:
+    """The best so far compiled by the Cython proposer: the prompt shows its Python, saying redline compiled
+    it, and a reply's SEARCH/REPLACE edits apply to that Python (not to the decorator's class, whose build
+    a model's candidate may not run: it starts processes)."""
+    from redline.evaluator.models import CandidateResult
+    from redline.evaluator.proposers.compiled import candidate
+    from redline.evaluator.proposers.llm import best_code, build_prompt, code_from_reply
+
+    target = load_target(f"{WORKLOADS / 'plain_checksum.py'}::score")
+    code = candidate(target, {"words": "list"})
+    best = CandidateResult(id="c2", origin="builtin:cython", status="ok", speedup=1.4, code=code, trusted=True,
+                           approach="compiled with Cython with words: list")
+    ctx = Context(target=target, round=2, best=best)
+    prompt = build_prompt(ctx)
+    shown = prompt.split("The best verified so far is c2 at 1.40x", 1)[1]
+    assert "redline compiled this Python (compiled with Cython with words: list)" in shown
+    assert "_RedlineCython" not in prompt and textwrap.dedent(target.function_source).strip() in shown
+    assert best_code(ctx) == textwrap.dedent(target.function_source).strip() + "\n"
+    edit = "<<<<<<< SEARCH\n    return total\n=======\n    return int(total)\n>>>>>>> REPLACE\n"
+    assert "return total" in best_code(ctx)
+    edited = code_from_reply(edit, best_code(ctx))
+    assert "return int(total)" in edited and "_RedlineCython" not in edited
+
+
+@pytest.mark.slow
+def test_a_candidate_carrying_redlines_compile_decorator_is_judged_as_its_python(tmp_path: Path) -> None:
+    """A candidate file holding a compiled winner as redline wrote it: its decorator would build at import,
+    starting processes, which a candidate's code may not; it is judged as the Python it compiles, saying
+    so, rather than turned away as an exploit."""
+    from redline.evaluator.proposers.compiled import candidate
+
+    target = locate_target(WORKLOADS / "plain_checksum.py", "score")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "compiled.py").write_text(candidate(target, {}))
+    doc, _ = optimise(tmp_path, "plain_checksum.py", "score", "--candidates", str(cands), "--no-builtin")
+    (judged,) = doc["candidates"]
+    assert judged["status"] == "not_faster", (judged["status"], judged["reason"])  # the same code cannot win
+    assert "_RedlineCython" not in judged["code"] and "judged as Python" in judged["approach"]

@@ -269,6 +269,44 @@ class _RedlineCython(functools.partial):
 _HELPER_NS: dict[str, Any] = {}
 
 
+# The classes of redline's compile decorators (HELPER's, and mypyc's subclass of it).
+_DECORATORS = ("_RedlineCython", "_RedlineMypyc")
+
+
+def _decorator_name(node: ast.expr) -> str:
+    return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
+
+
+def compiled_by_redline(code: str) -> bool:
+    """Whether a candidate compiles a function with one of redline's compile decorators."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return any(_decorator_name(d) in _DECORATORS for n in ast.walk(tree)
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list)
+
+
+def python_of(code: str) -> str:
+    """A candidate with redline's compile decorators and their classes taken out: the Python that the
+    decorators compile, as it runs where no compiler is (the code itself unchanged otherwise)."""
+    if not compiled_by_redline(code):
+        return code
+    tree = ast.parse(code)
+    spans = [(n.lineno, n.end_lineno or n.lineno) for n in tree.body
+             if isinstance(n, ast.ClassDef) and n.name in _DECORATORS]
+    spans += [(d.lineno, d.end_lineno or d.lineno) for n in ast.walk(tree)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list
+              if _decorator_name(d) in _DECORATORS]
+    drop = {line for start, end in spans for line in range(start, end + 1)}
+    # The helper's own import, where nothing else uses it.
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not any(a <= n.lineno <= b for a, b in spans)}
+    if "functools" not in used:
+        drop |= {n.lineno for n in tree.body if isinstance(n, ast.Import) and [a.name for a in n.names] == ["functools"]}
+    kept = [line for i, line in enumerate(code.splitlines(keepends=True), 1) if i not in drop]
+    return re.sub(r"\n{3,}", "\n\n\n", "".join(kept)).strip("\n") + "\n"
+
+
 def _helper() -> Any:
     if not _HELPER_NS:
         exec(compile(HELPER, "<redline cython helper>", "exec"), _HELPER_NS)

@@ -16,6 +16,7 @@ from ..kernel_profile import describe as describe_kernels
 from ..models import CandidateResult
 from ..target import extract_code
 from . import Context, Proposal, Proposer
+from .compiled import compiled_by_redline, python_of
 
 SYSTEM = ("You optimise Python functions for speed without changing their results. Reply with the complete new "
           "function in one ```python fenced block; it must keep the function's name and signature and may add "
@@ -86,9 +87,20 @@ def build_prompt(ctx: Context) -> str:
     if fb:
         parts.append(fb)
     if ctx.best is not None:
-        parts.append(f"The best verified so far is {ctx.best.id} at {ctx.best.speedup:.2f}x:\n```python\n"
-                     f"{ctx.best.code}```\nImprove on it.")
+        if compiled_by_redline(ctx.best.code):
+            parts.append(f"The best verified so far is {ctx.best.id} at {ctx.best.speedup:.2f}x: redline compiled this "
+                         f"Python ({ctx.best.approach}):\n```python\n{best_code(ctx)}```\nImprove on it; write "
+                         "Python (the compile decorators are redline's own, added by its built-in proposers).")
+        else:
+            parts.append(f"The best verified so far is {ctx.best.id} at {ctx.best.speedup:.2f}x:\n```python\n"
+                         f"{ctx.best.code}```\nImprove on it.")
     return "\n\n".join(parts)
+
+
+def best_code(ctx: Context) -> str:
+    """The code a reply's edits apply to: the best verified candidate's (its Python, where redline compiled
+    it: the decorators and their classes are redline's to add), else the target's own."""
+    return python_of(ctx.best.code) if ctx.best else textwrap.dedent(ctx.target.function_source)
 
 
 def _calls(ctx: Context) -> list[str]:
@@ -151,7 +163,7 @@ class AskingProposer(Proposer):
 
     def propose(self, ctx: Context) -> list[Proposal]:
         prompt = build_prompt(ctx)
-        base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
+        base = best_code(ctx)
         return [Proposal(code=code_from_reply(text, base), origin=self.name, approach="client rewrite",
                          parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=text)
                 for text in self.ask([prompt] * self.per_round)]
@@ -209,7 +221,7 @@ class LLMProposer(Proposer):
         replies = [r for batch in _in_parallel(lambda k: self._ask(model, prompt, k), requests, s.concurrency)
                    for r in batch]
         out = []
-        base = ctx.best.code if ctx.best else textwrap.dedent(ctx.target.function_source)
+        base = best_code(ctx)
         for reply, tokens in replies:
             out.append(Proposal(code=code_from_reply(reply, base), origin=f"llm:{model}", approach="llm rewrite",
                                 parent=ctx.best.id if ctx.best else None, prompt=prompt, reply=reply, tokens=tokens))
