@@ -272,12 +272,14 @@ class Evaluator:
         return self.run(Job(cid, code, origin, round_, parent, trusted, approach, reference))
 
     def run(self, job: Job) -> CandidateResult:
-        if not job.trusted and compiled_by_redline(job.code):
-            # The decorators build at import, which a candidate's own code may not (it starts processes):
-            # its Python is judged, and the built-in proposers compile what is verified.
+        compiles = not job.trusted and compiled_by_redline(job.code)
+        if compiles and not self.workers.builds_apart():
+            # Its decorators build, starting processes, which an untrusted candidate's workers may not, and
+            # no sandbox here ends every process a build worker starts: its Python is judged instead.
             job = replace(job, code=python_of(job.code), approach=(job.approach + "; " if job.approach else "")
-                          + "judged as Python: redline's compile decorators taken out (only its built-in "
-                          "proposers compile)")
+                          + "judged as Python: redline's compile decorators taken out (an untrusted candidate "
+                          "is compiled only in bubblewrap's sandbox)")
+            compiles = False
         problem = check_candidate(job.code, self.target)
         if problem:
             return decided(job, "build_error", problem, "checks")
@@ -289,10 +291,18 @@ class Evaluator:
         baseline = job.reference if job.reference is not None else self._reference_code
         started = time.perf_counter()
         build = None if job.trusted else self.workers.build(job.code)
+        if compiles and build is not None:
+            failed = self.workers.prebuild(job.code, build)
+            if failed:
+                for w in self.workers.untrack():
+                    w.close()
+                return decided(job, "build_error", f"its compiled code does not build: {failed}", "load",
+                               eval_s=time.perf_counter() - started)
         try:
             result = self.stages.run(
-                job, lambda first_seen=False: self.workers.pair(job.code, job.trusted, baseline,
-                                                                None if first_seen else build),
+                job, lambda first_seen=False: self.workers.pair(
+                    job.code, job.trusted, baseline,
+                    (self.workers.extensions(build) if compiles and build else None) if first_seen else build),
                 same_code=job.reference is None and same_code(job.code, baseline), started=started)
         finally:
             for w in self.workers.untrack():

@@ -12,14 +12,15 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
 from .inputs.plan import InputPlan
 from .models import EvalSettings
-from .sandbox import ExecutionBackend, Worker
+from .sandbox import ExecutionBackend, Worker, WorkerDied, WorkerTimeout
 from .target import Target, imports_of
-from .verdict import Channel
+from .verdict import Channel, error_line
 
 
 class Workers:
@@ -35,7 +36,8 @@ class Workers:
         self._lock = threading.Lock()  # _active and cancelled change together (see _track)
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
 
-    def spec(self, candidate: str | None, trusted: bool, build: str | None = None) -> dict[str, Any]:
+    def spec(self, candidate: str | None, trusted: bool, build: str | None = None,
+             build_only: bool = False) -> dict[str, Any]:
         """What a worker runs. Its compiler caches: the trusted code's shared one (compile_cache), the
         candidate's `build` (the one evaluation's, see build), or else the worker's own scratch."""
         t = self.target
@@ -51,7 +53,8 @@ class Workers:
         return {"file": str(t.file), "qualname": t.qualname, "module": module, "sys_path": sys_path,
                 "fallback_path": self._lend(), "visible": [str(Path(self.python).parent.parent), *self._lend()],
                 "inputs": self.plan.worker_spec(), "device": self.settings.device,
-                "candidate": candidate, "allow_processes": trusted, "env": self._env(candidate),
+                "candidate": candidate, "allow_processes": trusted or build_only, "build_only": build_only,
+                "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
                 **({"compile_cache": cache} if cache else {})}
 
@@ -89,6 +92,42 @@ class Workers:
         reference, nor with a pair that times calls as first seen (see Stages._first_seen_of); none for
         inductor's multi-kernel mode (see compile_cache)."""
         return None if "multi_kernel" in code else self._cache_dir("build-" + uuid.uuid4().hex[:12])
+
+    def builds_apart(self) -> bool:
+        """Whether an untrusted candidate's compile can run in a worker of its own that may start processes:
+        only in bubblewrap's own pid namespace, where every process it starts ends with it."""
+        return getattr(self.backend, "isolation", "").startswith("bwrap")
+
+    def prebuild(self, code: str, build: str) -> str | None:
+        """What an untrusted candidate compiles with redline's decorators, built into its evaluation's
+        `build` in a worker of its own (which may start the compiler's processes; it is never timed, and
+        its pid namespace ends with it): None, or why it did not build. The workers that judge and time
+        the candidate load that build and may not start processes."""
+        worker = self._track(self.backend.start(self.spec(code, False, build, build_only=True), self.python,
+                                                self.settings.limits))
+        try:
+            load = Channel(worker, "the candidate's build", self.settings.limits.wall_s).load()
+        except WorkerTimeout:
+            return "its build did not finish before the deadline"
+        except WorkerDied as exc:
+            return f"its build {exc}"
+        finally:
+            worker.close()
+        if not load.ok:
+            return error_line(load.error)
+        return None
+
+    def extensions(self, build: str) -> str:
+        """A fresh build holding only the compiled extension modules of `build` (for the first-seen pair,
+        which gets nothing else a first pair left: a compiled module remembers no calls)."""
+        fresh = self.build("")
+        assert fresh is not None
+        source, target = os.path.join(build, "cython"), os.path.join(fresh, "cython")
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(source) if os.path.isdir(source) else ():
+            if name.endswith(tuple(EXTENSION_SUFFIXES)):
+                shutil.copy2(os.path.join(source, name), target)
+        return fresh
 
     def _cache_dir(self, name: str) -> str:
         if self._cache is None:

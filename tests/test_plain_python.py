@@ -780,17 +780,91 @@ def test_a_model_improving_a_compiled_winner_is_shown_its_python_and_edits_that(
 
 
 @pytest.mark.slow
-def test_a_candidate_carrying_redlines_compile_decorator_is_judged_as_its_python(tmp_path: Path) -> None:
-    """A candidate file holding a compiled winner as redline wrote it: its decorator would build at import,
-    starting processes, which a candidate's code may not; it is judged as the Python it compiles, saying
-    so, rather than turned away as an exploit."""
+def test_a_candidate_carrying_redlines_compile_decorator_is_built_apart_then_judged(tmp_path: Path) -> None:
+    """A candidate file holding a compiled winner as redline writes it (an LLM's, a user's): its decorator
+    builds, starting processes, which an untrusted candidate's workers may not. It is built in a worker of
+    its own, whose processes end with bubblewrap's pid namespace, and its judging workers load that build;
+    one whose compile fails is a build_error saying so."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (scripts/system-deps.sh)")
     from redline.evaluator.proposers.compiled import candidate
 
     target = locate_target(WORKLOADS / "plain_checksum.py", "score")
     cands = tmp_path / "cands"
     cands.mkdir()
-    (cands / "compiled.py").write_text(candidate(target, {}))
+    (cands / "typed.py").write_text(candidate(target, {"words": "list"}))
+    (cands / "broken.py").write_text(candidate(target, {"total": "no_such_type"}))
     doc, _ = optimise(tmp_path, "plain_checksum.py", "score", "--candidates", str(cands), "--no-builtin")
-    (judged,) = doc["candidates"]
-    assert judged["status"] == "not_faster", (judged["status"], judged["reason"])  # the same code cannot win
-    assert "_RedlineCython" not in judged["code"] and "judged as Python" in judged["approach"]
+    by_file = {c["origin"].split(":", 1)[1]: c for c in doc["candidates"]}
+    typed, broken = by_file["typed.py"], by_file["broken.py"]
+    assert typed["status"] in ("ok", "not_faster") and typed["stage"] in ("timing", "pairs"), typed["reason"]
+    assert "@_RedlineCython(words='list')" in typed["code"] and "judged as Python" not in typed["approach"]
+    assert broken["status"] == "build_error" and broken["reason"].startswith("its compiled code does not build"), \
+        broken["reason"]
+
+
+def test_without_bubblewrap_a_candidates_compile_decorators_are_taken_out_and_its_python_judged() -> None:
+    """Where no sandbox ends every process a build starts, an untrusted candidate is not built: the Python its
+    decorators would compile is judged, and its approach says so (never rejected as an exploit)."""
+    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.proposers.compiled import candidate
+
+    target = load_target(f"{WORKLOADS / 'plain_checksum.py'}::score")
+    ev = Evaluator(target, EvalSettings(isolation="process"))
+    try:
+        r = ev.evaluate("c1", candidate(target, {}), "file:compiled.py")
+    finally:
+        ev.close()
+    assert r.status == "not_faster", (r.status, r.reason)  # the target's own code: it cannot win
+    assert "_RedlineCython" not in r.code and "judged as Python" in r.approach
+
+
+COUNTED = '''
+_SCORES = {ch: weight * 31 % 7 for ch, weight in WEIGHTS.items()}
+
+
+def score(words):
+    joined = "".join(words)
+    counted = total = 0
+    for ch, weight in _SCORES.items():
+        n = joined.count(ch)
+        counted += n
+        total += weight * n
+    return total + (len(joined) - counted) * 3  # any other character weighs 1 * 31 % 7
+'''
+
+
+def test_the_best_rewrite_so_far_is_compiled_once_in_the_next_round() -> None:
+    """Round two on: the best verified candidate redline did not compile (an LLM's, a file's, a built-in
+    rewrite) is compiled as it is, its helpers kept and its trust kept; once, and never a compiled one."""
+    from redline.evaluator.models import CandidateResult
+
+    target = load_target(f"{WORKLOADS / 'plain_checksum.py'}::score")
+    rewrite = CandidateResult(id="c3", origin="file:counted.py", status="ok", speedup=4.0, code=COUNTED.lstrip())
+    proposer = CythonProposer()
+    (stacked,) = proposer.propose(Context(target=target, round=2, best=rewrite))
+    assert stacked.parent == "c3" and stacked.origin == "builtin:cython" and not stacked.trusted
+    assert stacked.approach.startswith("c3 (file:counted.py) compiled with Cython")
+    python = stacked.code.split("class _RedlineCython", 1)[1]
+    assert "_SCORES = {" in python and "@_RedlineCython()\ndef score(words):" in python
+    assert proposer.propose(Context(target=target, round=3, best=rewrite)) == []  # once
+    compiled = CandidateResult(id="c4", origin="builtin:cython", status="ok", speedup=5.0, code=stacked.code)
+    assert CythonProposer().propose(Context(target=target, round=2, best=compiled)) == []
+    assert CythonProposer().propose(Context(target=target, round=1, best=rewrite))[0].parent is None  # round one: the target
+
+
+@pytest.mark.slow
+def test_a_faster_algorithm_from_a_file_is_compiled_in_round_two_and_judged(tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (scripts/system-deps.sh): an untrusted candidate's compile needs it")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "counted.py").write_text(COUNTED.lstrip())
+    doc, out = optimise(tmp_path, "plain_checksum.py", "score", "--candidates", str(cands), "--builtin", "cython",
+                        "--rounds", "2", "--budget", "6")
+    counted = next(c for c in doc["candidates"] if c["origin"] == "file:counted.py")
+    assert counted["status"] == "ok", counted["reason"]
+    stacked = [c for c in doc["candidates"] if c["round"] == 2]
+    assert [(c["origin"], c["parent"]) for c in stacked] == [("builtin:cython", counted["id"])], out[-2000:]
+    assert stacked[0]["status"] in ("ok", "not_faster") and "joined.count(ch)" in stacked[0]["code"], stacked[0]["reason"]

@@ -12,6 +12,8 @@ function's compiled copy is what the target's calls reach (the module keeps its 
 caller), a method's takes the method's place in its class. Where Cython, a C compiler or the source is
 missing at run time, the function runs as the plain Python it still is. The proposer compiles each
 variant with Cython first: one Cython rejects is not proposed, and the reason is reported instead.
+From round two on it compiles the best verified candidate it did not compile itself (a rewrite: an
+LLM's, a file's, a built-in's), unchanged and keeping that code's trust (CythonProposer.stacked).
 """
 
 from __future__ import annotations
@@ -705,12 +707,17 @@ class CythonProposer(Proposer):
     name = "cython"
     reads_local_types = True
 
+    def __init__(self) -> None:
+        self.compiled: set[str] = set()  # the candidates whose code a later round compiled (stacked)
+
     def skip(self, ctx: Context) -> str | None:
         return missing_toolchain("Cython", "Cython is not installed (pip install cython)") or _unsupported(ctx.target)
 
     def propose(self, ctx: Context) -> list[Proposal]:
-        if ctx.round != 1 or self.skip(ctx):
+        if self.skip(ctx):
             return []
+        if ctx.round != 1:
+            return self.stacked(ctx)
         t = ctx.target
         typed = declarations(t, ctx)
         calls: list[Callee] = [(name, text, {}) for name, text in callees(t)]
@@ -746,6 +753,34 @@ class CythonProposer(Proposer):
         if not out:
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
+
+
+    def stacked(self, ctx: Context) -> list[Proposal]:
+        """The best verified candidate so far, where redline did not compile it (a rewrite: an LLM's, a
+        file's, a built-in's), compiled as it is, once: its algorithm and compiled code together. Its
+        code's trust is kept: an untrusted one is built in a worker of its own (Workers.prebuild)."""
+        best = ctx.best
+        if best is None or best.id in self.compiled or compiled_by_redline(best.code):
+            return []
+        self.compiled.add(best.id)
+        try:
+            tree = ast.parse(best.code)
+        except SyntaxError:
+            return []
+        name = ctx.target.qualname.rpartition(".")[2]
+        fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
+                  None)
+        method = "." in ctx.target.qualname
+        if fn is None or fn.decorator_list or \
+                _not_compiled(fn, _rebound(tree) | _rebound(ast.parse(ctx.target.source)), method=method):
+            return []
+        lines = best.code.splitlines(keepends=True)
+        if _cython_error(_helper().source("".join(lines[fn.lineno - 1:fn.end_lineno]), ctx.target.qualname, {})):
+            return []
+        code = f"{HELPER}\n\n" + "".join(lines[:fn.lineno - 1]) + "@_RedlineCython()\n" + "".join(lines[fn.lineno - 1:])
+        said = best.approach.split(";")[0] if best.approach else best.origin
+        return [Proposal(code=code, origin="builtin:cython", trusted=best.trusted, parent=best.id,
+                         approach=f"{best.id} ({said}) {_approach({}, [])}")]
 
 
 # A function the target calls, compiled with it: its name in the decorator, its source, its declarations.
@@ -843,8 +878,18 @@ def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None)
     """Cython on the source the decorator would compile: its first error (None where it compiles), and
     the variables it says may be read before they are assigned."""
     functions, methods = _split(calls or [])
-    source = _helper().source(t.function_source, t.qualname, types, [(text, ty) for _, text, ty in functions],
-                              [(text, ty) for _, text, ty in methods])
+    return _cython_checked(_helper().source(t.function_source, t.qualname, types,
+                                            [(text, ty) for _, text, ty in functions],
+                                            [(text, ty) for _, text, ty in methods]))
+
+
+def _cython_error(source: str) -> str | None:
+    return _cython_checked(source)[0]
+
+
+def _cython_checked(source: str) -> tuple[str | None, set[str]]:
+    """Cython on `source`: its first error (None where it compiles), and the variables it says may be
+    read before they are assigned."""
     with tempfile.TemporaryDirectory(prefix="redline-cython-") as tmp:
         py = os.path.join(tmp, "_redline_check.py")
         with open(py, "w") as fh:

@@ -39,6 +39,9 @@ def main() -> None:
         reply({"op": "load", "ok": False, "error": {"type": f"{_type(exc).__qualname__}", "message": str(exc)[:500],
                                                     "tb": traceback.format_exc(limit=8)[-3000:]}})
         return
+    if spec.get("build_only"):
+        reply(_built(subject))
+        return
     info: dict[str, Any] = {}
     if spec.get("describe"):  # the trusted probe: what the prompt says about inputs and hardware
         try:
@@ -68,3 +71,20 @@ def main() -> None:
         reply(result)
 
 
+
+
+def _built(subject: Subject) -> dict[str, Any]:
+    """A build worker's one reply: every function the candidate compiles with redline's compile decorators,
+    built into the evaluation's compiler cache (a method was built as its class gave it to the subject).
+    The timed workers then load those builds; none of them may start the processes a build needs."""
+    namespace = sys.modules.get(subject.module.__name__ + "__candidate")
+    found = [v for v in [subject.fn, *(vars(namespace).values() if namespace else ())]
+             if _type(v).__name__ in ("_RedlineCython", "_RedlineMypyc") and hasattr(v, "load")]
+    try:
+        for value in found:
+            if value.compiled is None:
+                value.load()
+    except BaseException as exc:
+        return {"op": "load", "ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],
+                                                     "tb": traceback.format_exc(limit=8)[-3000:]}}
+    return {"op": "load", "ok": True, "tamper": tamper()}
