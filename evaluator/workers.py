@@ -35,6 +35,7 @@ class Workers:
         self._active: list[Worker] = []
         self._lock = threading.Lock()  # _active and cancelled change together (see _track)
         self._cache: str | None = None  # the trusted workers' compiler cache (see LocalBackend.start)
+        self._sealed: dict[str, str] = {}  # a compiled candidate's build -> its extension modules as built (prebuild)
 
     def spec(self, candidate: str | None, trusted: bool, build: str | None = None,
              build_only: bool = False) -> dict[str, Any]:
@@ -52,7 +53,8 @@ class Workers:
             module, sys_path = manifest.module, [manifest.import_root, *sys_path]
         return {"file": str(t.file), "qualname": t.qualname, "module": module, "sys_path": sys_path,
                 "fallback_path": self._lend(), "visible": [str(Path(self.python).parent.parent), *self._lend()],
-                "inputs": self.plan.worker_spec(), "device": self.settings.device,
+                # A build worker gets no inputs: it runs no call, and nothing it leaves may hold one.
+                "inputs": {"kind": "none"} if build_only else self.plan.worker_spec(), "device": self.settings.device,
                 "candidate": candidate, "allow_processes": trusted or build_only, "build_only": build_only,
                 "env": self._env(candidate),
                 "preimport": imports_of(candidate) if candidate else [],
@@ -115,16 +117,21 @@ class Workers:
             worker.close()
         if not load.ok:
             return error_line(load.error)
+        self._sealed[build] = self._extensions_of(build)
         return None
 
     def extensions(self, build: str) -> str:
-        """A fresh build holding only the compiled extension modules of `build` (for the first-seen pair,
-        which gets nothing else a first pair left: a compiled module remembers no calls)."""
+        """A fresh build holding only the extension modules the build worker made for `build` (copied
+        when it ended, before any judged worker could write there): for the first-seen pair, which gets
+        nothing a first pair left."""
+        return self._extensions_of(self._sealed.get(build, ""))
+
+    def _extensions_of(self, build: str) -> str:
         fresh = self.build("")
         assert fresh is not None
         source, target = os.path.join(build, "cython"), os.path.join(fresh, "cython")
         os.makedirs(target, exist_ok=True)
-        for name in os.listdir(source) if os.path.isdir(source) else ():
+        for name in os.listdir(source) if build and os.path.isdir(source) else ():
             if name.endswith(tuple(EXTENSION_SUFFIXES)):
                 shutil.copy2(os.path.join(source, name), target)
         return fresh

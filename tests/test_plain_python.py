@@ -868,3 +868,30 @@ def test_a_faster_algorithm_from_a_file_is_compiled_in_round_two_and_judged(tmp_
     stacked = [c for c in doc["candidates"] if c["round"] == 2]
     assert [(c["origin"], c["parent"]) for c in stacked] == [("builtin:cython", counted["id"])], out[-2000:]
     assert stacked[0]["status"] in ("ok", "not_faster") and "joined.count(ch)" in stacked[0]["code"], stacked[0]["reason"]
+
+
+def test_the_first_seen_pair_gets_the_extension_modules_as_the_build_worker_left_them() -> None:
+    """A second first-seen pair starts on a build of its own, holding only the compiled candidate's extension
+    modules as its build worker left them: not what a judged worker wrote into the shared build since
+    (it has run the calls; a module written then could hold their results)."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (scripts/system-deps.sh): an untrusted candidate's compile needs it")
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from redline.evaluator.evaluate import Evaluator
+    from redline.evaluator.models import EvalSettings
+    from redline.evaluator.proposers.compiled import candidate
+
+    target = load_target(f"{WORKLOADS / 'plain_checksum.py'}::score")
+    ev = Evaluator(target, EvalSettings())
+    try:
+        code = candidate(target, {})
+        build = ev.workers.build(code)
+        assert build is not None and ev.workers.prebuild(code, build) is None
+        built = sorted(p.name for p in Path(build, "cython").glob("*" + EXTENSION_SUFFIXES[0]))
+        assert len(built) == 1 and built[0].startswith("_redline_cy_score_")
+        Path(build, "cython", "_redline_cy_score_0" + EXTENSION_SUFFIXES[0]).write_bytes(b"written later")
+        fresh = ev.workers.extensions(build)
+        assert sorted(p.name for p in Path(fresh, "cython").iterdir()) == built
+    finally:
+        ev.close()
