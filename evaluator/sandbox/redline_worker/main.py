@@ -71,8 +71,6 @@ def main() -> None:
         reply(result)
 
 
-
-
 def _built(subject: Subject) -> dict[str, Any]:
     """A build worker's one reply: every function the candidate compiles with redline's compile decorators,
     built into the evaluation's compiler cache (a method was built as its class gave it to the subject).
