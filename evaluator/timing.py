@@ -395,6 +395,8 @@ def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None
     m = replace(nearest, speedup=speedup, speedup_ci95=(lo, hi), pair_speedups=speedups,
                 first_seen_speedup=pairs[0].measured.first_seen_speedup)
     each = ", ".join(f"{x:.2f}x" for x in speedups)
+    if m.first_seen_speedup is not None:
+        each += f"; {m.first_seen_speedup:.2f}x on first-seen calls in the first"
     if won:
         return Verdict("ok", f"{speedup:.2f}x faster (95% CI {lo:.2f}-{hi:.2f} across {len(speedups)} pairs of fresh "
                        f"workers: {each})", m)

@@ -389,6 +389,7 @@ def test_pairs_that_disagree_as_an_identical_copys_do_are_not_a_win() -> None:
     won = across_pairs(pairs(1.12, 1.15, 1.13), settings)
     assert won is not None and won.status == "ok" and "1.13x faster (95% CI 1.10-1.17 across 3 pairs" in won.reason
     assert won.measured.median_s == measured(1.13, (1, 1)).median_s and won.measured.baseline_median_s == 1e-3
+    assert "1.10x on first-seen calls in the first)" in won.reason  # what the first pair's first-seen calls showed
 
 
 def test_a_speedup_whose_one_pair_interval_reaches_1_is_judged_across_pairs() -> None:
