@@ -291,19 +291,17 @@ class Evaluator:
         baseline = job.reference if job.reference is not None else self._reference_code
         started = time.perf_counter()
         build = None if job.trusted else self.workers.build(job.code)
-        if compiles and build is not None:
-            failed = self.workers.prebuild(job.code, build)
-            if failed:
-                for w in self.workers.untrack():
-                    w.close()
-                return decided(job, "build_error", f"its compiled code does not build: {failed}", "load",
-                               eval_s=time.perf_counter() - started)
         try:
-            result = self.stages.run(
-                job, lambda first_seen=False: self.workers.pair(
-                    job.code, job.trusted, baseline,
-                    (self.workers.extensions(build) if compiles and build else None) if first_seen else build),
-                same_code=job.reference is None and same_code(job.code, baseline), started=started)
+            failed = self.workers.prebuild(job.code, build) if compiles and build is not None else None
+            if failed:
+                result = decided(job, "build_error", f"its compiled code does not build: {failed}", "load",
+                                 eval_s=time.perf_counter() - started)
+            else:
+                result = self.stages.run(
+                    job, lambda first_seen=False: self.workers.pair(
+                        job.code, job.trusted, baseline,
+                        (self.workers.extensions(build) if compiles and build else None) if first_seen else build),
+                    same_code=job.reference is None and same_code(job.code, baseline), started=started)
         finally:
             for w in self.workers.untrack():
                 w.close()

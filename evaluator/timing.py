@@ -30,7 +30,8 @@ BATCH_BYTES = 2 << 30  # most bytes of inputs (and one output) prepared for one 
 PAIRS_FEWEST, PAIRS_MOST = 3, 6
 # Calls this short are timed on objects a worker has just made, and where those lie in a process's memory
 # differs from process to process: an identical copy of sortedcontainers' SortedList.add (0.5 µs a call)
-# measured 0.91-1.34x across pairs, and a compiled copy 1.56x in one pair and 0.93x in the program. Any
+# measured 0.91-1.34x in different pairs, and a compiled copy 1.56x in one pair while the corpus workload ran
+# 0.95x with it. Any
 # win on them, however large, is judged across pairs.
 SHORT_CALL_S = 50e-6
 FIRST_SEEN_CHUNK = 8  # calls per batch in the first-seen timing: back to back, as the program makes them

@@ -275,31 +275,34 @@ _HELPER_NS: dict[str, Any] = {}
 _DECORATORS = ("_RedlineCython", "_RedlineMypyc")
 
 
-def _decorator_name(node: ast.expr) -> str:
-    return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
+def _compile_decorators(tree: ast.Module) -> list[ast.expr]:
+    """The uses of redline's compile decorators in a module."""
+    return [d for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for d in n.decorator_list
+            if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id in _DECORATORS]
 
 
 def compiled_by_redline(code: str) -> bool:
     """Whether a candidate compiles a function with one of redline's compile decorators."""
     try:
-        tree = ast.parse(code)
+        return bool(_compile_decorators(ast.parse(code)))
     except SyntaxError:
         return False
-    return any(_decorator_name(d) in _DECORATORS for n in ast.walk(tree)
-               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list)
 
 
 def python_of(code: str) -> str:
     """A candidate with redline's compile decorators and their classes taken out: the Python that the
     decorators compile, as it runs where no compiler is (the code itself unchanged otherwise)."""
-    if not compiled_by_redline(code):
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
         return code
-    tree = ast.parse(code)
+    decorators = _compile_decorators(tree)
+    if not decorators:
+        return code
     spans = [(n.lineno, n.end_lineno or n.lineno) for n in tree.body
              if isinstance(n, ast.ClassDef) and n.name in _DECORATORS]
-    spans += [(d.lineno, d.end_lineno or d.lineno) for n in ast.walk(tree)
-              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list
-              if _decorator_name(d) in _DECORATORS]
+    spans += [(d.lineno, d.end_lineno or d.lineno) for d in decorators]
     drop = {line for start, end in spans for line in range(start, end + 1)}
     # The helper's own import, where nothing else uses it.
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not any(a <= n.lineno <= b for a, b in spans)}
@@ -754,7 +757,6 @@ class CythonProposer(Proposer):
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
 
-
     def stacked(self, ctx: Context) -> list[Proposal]:
         """The best verified candidate so far, where redline did not compile it (a rewrite: an LLM's, a
         file's, a built-in's), compiled as it is, once: its algorithm and compiled code together. Its
@@ -775,7 +777,7 @@ class CythonProposer(Proposer):
                 _not_compiled(fn, _rebound(tree) | _rebound(ast.parse(ctx.target.source)), method=method):
             return []
         lines = best.code.splitlines(keepends=True)
-        if _cython_error(_helper().source("".join(lines[fn.lineno - 1:fn.end_lineno]), ctx.target.qualname, {})):
+        if _cython_checked(_helper().source("".join(lines[fn.lineno - 1:fn.end_lineno]), ctx.target.qualname, {}))[0]:
             return []
         code = f"{HELPER}\n\n" + "".join(lines[:fn.lineno - 1]) + "@_RedlineCython()\n" + "".join(lines[fn.lineno - 1:])
         said = best.approach.split(";")[0] if best.approach else best.origin
@@ -875,16 +877,11 @@ _UNASSIGNED = re.compile(r"local variable '(\w+)' (?:might be )?referenced befor
 
 
 def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None) -> tuple[str | None, set[str]]:
-    """Cython on the source the decorator would compile: its first error (None where it compiles), and
-    the variables it says may be read before they are assigned."""
+    """Cython on the source the decorator would compile for the target (_cython_checked)."""
     functions, methods = _split(calls or [])
     return _cython_checked(_helper().source(t.function_source, t.qualname, types,
                                             [(text, ty) for _, text, ty in functions],
                                             [(text, ty) for _, text, ty in methods]))
-
-
-def _cython_error(source: str) -> str | None:
-    return _cython_checked(source)[0]
 
 
 def _cython_checked(source: str) -> tuple[str | None, set[str]]:

@@ -11,7 +11,7 @@ from typing import Any
 from . import policy
 from .codec import describe
 from .cuda import hardware
-from .ops import op_check, op_locals, op_oracle, op_profile, op_reproduce, op_variants
+from .ops import _error, op_check, op_locals, op_oracle, op_profile, op_reproduce, op_variants
 from .policy import tamper
 from .state import _json_dumps, _perf, _type, sample_seed, state, violations
 from .subject import Subject
@@ -77,12 +77,11 @@ def _built(subject: Subject) -> dict[str, Any]:
     The timed workers then load those builds; none of them may start the processes a build needs."""
     namespace = sys.modules.get(subject.module.__name__ + "__candidate")
     found = [v for v in [subject.fn, *(vars(namespace).values() if namespace else ())]
-             if _type(v).__name__ in ("_RedlineCython", "_RedlineMypyc") and hasattr(v, "load")]
+             if _type(v).__name__ in ("_RedlineCython", "_RedlineMypyc") and hasattr(v, "load")]  # compiled.py's _DECORATORS
     try:
         for value in found:
             if value.compiled is None:
                 value.load()
     except BaseException as exc:
-        return {"op": "load", "ok": False, "error": {"type": _type(exc).__qualname__, "message": str(exc)[:500],
-                                                     "tb": traceback.format_exc(limit=8)[-3000:]}}
+        return {"op": "load", "ok": False, "error": _error(exc)}
     return {"op": "load", "ok": True, "tamper": tamper()}
