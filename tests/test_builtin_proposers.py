@@ -66,8 +66,10 @@ def test_numba_only_for_loops() -> None:
 
 
 def test_tanh_through_sigmoid_computes_the_same_function() -> None:
-    """The rewrite behind the CUDA variant, run eagerly on the CPU: equal to the original within float32
-    rounding over the whole range, infinities and NaN included, for torch.tanh and Tensor.tanh."""
+    """The rewrite behind the CUDA variant, run eagerly on the CPU, for torch.tanh and Tensor.tanh over the
+    whole range, infinities and NaN included: the same function in float64, and in float32 within float32
+    rounding of the true value wherever the original is (a CPU's float32 tanh may itself be approximate: one
+    CI machine's was 4.5e-5 off at 5.0; the rewrite may be no worse than the original, not better)."""
     torch = pytest.importorskip("torch")
     src = "def f(x, b):\n    y = x + b\n    return torch.tanh(y) * 0.5 + (y * 3).tanh()\n"
     fast = sigmoid_tanh_source(src)
@@ -80,7 +82,12 @@ def test_tanh_through_sigmoid_computes_the_same_function() -> None:
     x = torch.cat([torch.randn(100_000, generator=g) * s for s in (1e-3, 1.0, 10.0, 100.0)])
     x = torch.cat([x, torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
     b = torch.zeros(())
-    torch.testing.assert_close(ns_fast["f"](x, b), ns_ref["f"](x, b), rtol=0, atol=2e-6, equal_nan=True)
+    exact = ns_ref["f"](x.double(), b.double())
+    torch.testing.assert_close(ns_fast["f"](x.double(), b.double()), exact, rtol=0, atol=1e-12, equal_nan=True)
+    error = (ns_fast["f"](x, b).double() - exact).abs().nan_to_num()
+    allowed = (ns_ref["f"](x, b).double() - exact).abs().nan_to_num().clamp(min=2e-6)
+    assert bool((error <= allowed).all()), f"worst excess {(error - allowed).max().item():.3g}"
+    assert bool(ns_fast["f"](x, b).isnan().eq(exact.isnan()).all())
     assert sigmoid_tanh_source("def f(x):\n    return torch.sigmoid(x)\n") is None
 
 
