@@ -30,6 +30,7 @@ class Place:
 class _Acc:
     self_w: float = 0.0
     total_w: float = 0.0
+    module_w: float = 0.0
     callers: dict[int, float] = field(default_factory=dict)
     callees: dict[int, float] = field(default_factory=dict)
     kernels: dict[str, list[float]] = field(default_factory=dict)
@@ -213,12 +214,39 @@ class _Walk:
         oline = frames[node_frame[owner]].line
         if oline:
             oa.line_self[oline] = oa.line_self.get(oline, 0.0) + own.weight
+        self._module(own.weight)
         frame = frames[node_frame[node]]
         if frame.kind == "kernel":
             for up in set(self.path):
                 use = self.acc[up].kernels.setdefault(frame.name, [0.0, 0])
                 use[0] += own.weight
                 use[1] += own.count
+
+
+    def _module(self, weight: float) -> None:
+        """The weight goes to the deepest workspace function on the path and up from it along the calls a
+        compiler follows when it compiles a function with the functions it calls (compiled.callees): a
+        direct call of a module function of the same file, or of a method of the same class from one of
+        its methods. Once each, however often a function recurses."""
+        below, seen = -1, set()
+        for p in reversed(self.path):
+            if below < 0 and not self.places[p].in_workspace:
+                continue  # the libraries it calls
+            if below >= 0 and p != below and not _followed(self.places[p], self.places[below]):
+                break
+            below = p
+            if p not in seen:
+                seen.add(p)
+                self.acc[p].module_w += weight
+
+
+def _followed(caller: Place, callee: Place) -> bool:
+    """Whether compiling `caller` with the functions it calls compiles `callee`: the same file, and a
+    module function, or a method of the caller's own class called from a method."""
+    if not (caller.in_workspace and callee.in_workspace) or caller.file != callee.file or "<" in callee.function:
+        return False
+    owner, _, _ = callee.function.rpartition(".")
+    return not owner or owner == caller.function.rpartition(".")[0]
 
 
 def _hotspot(profile: Profile, places: list[Place], pid: int, a: _Acc, kind: WeightKind,
@@ -238,10 +266,11 @@ def _hotspot(profile: Profile, places: list[Place], pid: int, a: _Acc, kind: Wei
     # Time under a call of another workspace function is that function's to claim; the rest
     # (own lines, libraries called) is what changing this function can change.
     delegated = sum(w for q, w in a.callees.items() if places[q].in_workspace and q != pid)
+    inclusive = max(a.self_w, a.total_w - delegated)
     return Hotspot(
         file=place.file, function=place.function, line=place.line, end_line=place.end_line,
         self_fraction=frac(a.self_w), total_fraction=frac(a.total_w),
-        inclusive_fraction=frac(max(a.self_w, a.total_w - delegated)), self_weight=a.self_w,
+        inclusive_fraction=frac(inclusive), module_fraction=frac(max(inclusive, a.module_w)), self_weight=a.self_w,
         total_weight=a.total_w, kind=kind,
         callers=_edges(a.callers, places, frac), callees=_edges(a.callees, places, frac),
         kernels=kernels, lines=lines)

@@ -25,13 +25,17 @@ PARSER = "tomli/_parser.py"
 
 @pytest.fixture(scope="module")
 def toml_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tomli workspace, profiled and captured once (the default targets from the trace)."""
+    """The tomli workspace, profiled and captured: the default targets from the trace (the parser's entry
+    point first: compiled with the functions it calls, it reaches most of the time), then a string parser."""
     work = toml_workspace(tmp_path_factory.mktemp("tomli"))
     prof = redline("profile", "--", sys.executable, "work.py", "20", cwd=work)
     assert prof.returncode == 0, prof.stderr
     cap = redline("capture", cwd=work)
     assert cap.returncode == 0, cap.stderr
-    assert "tomli/_parser.py::parse_basic_str" in cap.stderr  # chosen from the trace by inclusive share
+    assert "capturing the 3 hottest functions of profile-" in cap.stderr
+    assert ": tomli/_parser.py::loads, " in cap.stderr, cap.stderr[-2000:]
+    cap = redline("capture", "--target", f"{PARSER}::parse_basic_str", cwd=work)
+    assert cap.returncode == 0, cap.stderr
     return work
 
 
@@ -586,6 +590,90 @@ def test_the_hottest_functions_chosen_to_capture_are_ones_whose_calls_can_be_kep
     shares = {h.function: h.inclusive_fraction for h in report([trace], tmp_path).hotspots if h.file == "prog.py"}
     assert shares["Tokens.split"] > shares["scan"] > 0, shares
     assert [t.qualname for t in targets] == ["scan"]
+
+
+# A parser whose time is spread over the helpers of its module, called from a script whose own steps are
+# each hotter than any of the parser's functions alone: by what compiling each can reach, the parser is.
+SPREAD_PARSER = '''
+def parse(text):
+    out = {}
+    for item in text.split(";"):
+        key, value = pair(item)
+        out[name(key)] = number(value)
+    return out
+
+
+def pair(item):
+    for i, ch in enumerate(item):
+        if ch == "=":
+            return item[:i], item[i + 1:]
+    return item, ""
+
+
+def name(key):
+    return "".join([ch.upper() if ch.isalpha() else ch for ch in key])
+
+
+def number(text):
+    value = 0
+    for ch in text:
+        value = value * 10 + ord(ch) - 48
+    return value
+'''
+SPREAD_SCRIPT = '''
+import time
+
+from parser_mod import parse
+
+
+def a(n):
+    return sum(i % 3 for i in range(n))
+
+
+def b(n):
+    return sum(i % 5 for i in range(n))
+
+
+def c(n):
+    return sum(i % 7 for i in range(n))
+
+
+def d(n):
+    return sum(i % 11 for i in range(n))
+
+
+def main():
+    text = ";".join(f"key{i}={i * 7919 % 100000:05d}" for i in range(1000))
+    end = time.perf_counter() + 2.0
+    while time.perf_counter() < end:
+        parse(text)
+        for step in (a, b, c, d):
+            step(13_000)
+
+
+main()
+'''
+
+
+def test_capture_takes_the_function_whose_compiled_call_tree_reaches_most(tmp_path: Path) -> None:
+    """A parser's time is spread over the functions of its module it calls, and the script's own steps are
+    each hotter than any of them alone; but the parser compiled with them (Cython and mypyc compile a
+    function's module callees with it) reaches more than any step, so `redline capture --top 1` takes it.
+    The script's `main` reaches further still and is passed over: it runs the whole program, once."""
+    from redline.evaluator.inputs.capture import hot_targets
+    from redline.profilers import report
+
+    (tmp_path / "parser_mod.py").write_text(SPREAD_PARSER)
+    (tmp_path / "prog.py").write_text(SPREAD_SCRIPT)
+    prof = redline("profile", "--", sys.executable, "prog.py", cwd=tmp_path)
+    assert prof.returncode == 0, prof.stderr[-2000:]
+    trace, targets = hot_targets(tmp_path, 1)
+    spots = {h.function: h for h in report([trace], tmp_path).hotspots if h.file in ("prog.py", "parser_mod.py")}
+    steps = max(spots[f].inclusive_fraction for f in ("a", "b", "c", "d"))
+    helpers = max(spots[f].module_fraction for f in ("pair", "name", "number"))
+    assert spots["parse"].inclusive_fraction < steps < spots["parse"].module_fraction, spots
+    assert helpers < spots["parse"].module_fraction < spots["main"].module_fraction, spots
+    assert [t.qualname for t in targets] == ["parse"]
 
 
 class Prober:
