@@ -110,6 +110,11 @@ def hotspots(profile: Profile, root: str | Path = ".", workspace: Workspace | No
         table = profile.weights.get(kind)
         if table:
             out.extend(_for_kind(profile, ws, places, frame_place, children, roots, kind, table))
+    script = max((h for h in out if h.function == "<module>" and h.kind == "cpu" and not os.path.isabs(h.file)),
+                 key=lambda h: h.total_fraction, default=None)
+    for h in out:
+        if script is not None and h.file == script.file:
+            h.module_fraction = h.inclusive_fraction  # the script's main runs everything below it, once
     out.sort(key=lambda h: (-h.self_fraction, -h.total_fraction, h.file, h.function))
     return out
 

@@ -187,7 +187,8 @@ class Hotspot(_Out):
     # change to this function can reach. What the editor and `redline capture` rank hot code by.
     inclusive_fraction: float = 0.0
     # Inclusive share plus the time under the functions it calls that a compiler compiles with it (module
-    # functions of its file, methods of its class): what compiling it with them can reach.
+    # functions of its file, methods of its class): what compiling it with them can reach. In the program's
+    # script (the file whose module code runs it) the inclusive share: its `main` runs everything, once.
     module_fraction: float = 0.0
     self_weight: float
     total_weight: float

@@ -37,6 +37,11 @@ class Placed:
         is offered for optimising."""
         return max(s.inclusive_fraction for s in self.spots)
 
+    @property
+    def reach(self) -> float:
+        """The largest share compiling it with the functions it calls can reach (module_fraction)."""
+        return max(s.module_fraction for s in self.spots)
+
     def current_line(self, trace_line: int) -> int:
         """1-based line in the current text of a line the trace named (offset from the def kept)."""
         return self.fn.line + (trace_line - self.primary.line)
@@ -87,3 +92,9 @@ def def_range(text: str, fn: FunctionDef) -> lsp.Range:
 def hot(p: Placed, settings: ServerSettings) -> bool:
     """Whether a placed function gets a diagnostic, lenses and the Optimise action."""
     return p.hottest >= settings.threshold
+
+
+def optimisable(p: Placed, settings: ServerSettings) -> bool:
+    """Whether a placed function gets the Optimise action: hot, or an entry point whose time is spread
+    over the functions it calls, which compiled with it reach the threshold."""
+    return hot(p, settings) or p.reach >= settings.threshold

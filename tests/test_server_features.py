@@ -65,3 +65,30 @@ def test_settings_merge_reports_bad_values() -> None:
     assert problem and "threshold" in problem and s == ServerSettings()
     s, problem = ServerSettings.merged(ServerSettings(), {"budget": 3, "unknownThing": 1})
     assert problem is None and s.budget == 3
+
+
+def test_an_entry_point_whose_callees_compiled_with_it_reach_the_threshold_is_offered(tmp_path) -> None:
+    """A parser whose own time and libraries are below the threshold, but whose time with the functions of
+    its module it calls is above it: no diagnostic (changed alone it reaches little), but the Optimise
+    action, and its hover says what compiling it with them reaches. Its helpers, each below the
+    threshold, get neither."""
+    from redline.server.features.actions import code_actions
+
+    spread = TESTS / "workloads" / "spread"
+    trace = py_spy_record(spread / "prog.py", tmp_path / "t.json", "speedscope")
+    spots = [h for h in report([trace], spread).hotspots if h.file == "parser_mod.py"]
+    text = (spread / "parser_mod.py").read_text()
+    placed = place(text, spots)
+    settings = ServerSettings(threshold=0.3)
+    parse = next(p for p in placed if p.fn.qualname == "parse")
+    assert parse.hottest < 0.3 <= parse.reach, (parse.hottest, parse.reach)
+    assert all(p.reach < 0.3 for p in placed if p is not parse)
+    assert diagnostics(text, placed, settings) == []
+    everything = lsp.Range(lsp.Position(0, 0), lsp.Position(999, 0))
+    offered = code_actions("file:///parser_mod.py", placed, settings, everything)
+    assert [a.command.arguments[0]["function"] for a in offered if a.command] == ["parse"]
+    line = next(i for i, s in enumerate(text.splitlines()) if s.startswith("def parse"))
+    shown = hover(text, placed, lsp.Position(line + 1, 4))
+    assert shown is not None
+    md = shown.contents.value  # type: ignore[union-attr]
+    assert f"it reaches {parse.reach:.0%} of the time; changed alone, {parse.hottest:.0%}" in md

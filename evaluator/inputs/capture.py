@@ -38,7 +38,6 @@ from .store import (
 )
 
 if TYPE_CHECKING:
-    from ...profilers.model import Hotspot
     from ..target import Located
 
 RECORDER = Path(__file__).with_name("recorder")
@@ -383,11 +382,10 @@ def _not_recorded(found: Located) -> bool:
 
 def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
     """The `top` hottest functions of the workspace's own code in the latest trace, by what a change to
-    each can reach: its own time, the libraries it calls and, outside the program's script, the functions
-    of its own file it calls (which the compilers compile with it: a parser's entry point whose time is
-    spread over its helpers). The script's functions (its `main` runs everything below it, once) count
-    their own time and libraries alone. Only functions whose calls the recorder can keep (not class
-    methods, properties or memoised functions)."""
+    each can reach (module_fraction): its own time, the libraries it calls and, outside the program's
+    script, the functions it calls that the compilers compile with it (a parser's entry point whose time
+    is spread over its helpers). Only functions whose calls the recorder can keep (not class methods,
+    properties or memoised functions)."""
     from redline.profilers import ParseError, report
 
     from ..target import TargetError, locate
@@ -400,16 +398,10 @@ def hot_targets(root: Path, top: int) -> tuple[Path, list[CaptureTarget]]:
         spots = report([trace], root).hotspots
     except ParseError as exc:
         raise CaptureError(str(exc))
-    ours = [h for h in spots if h.kind == "cpu" and h.file and not Path(h.file).is_absolute()]
-    modules = [h for h in ours if h.function == "<module>"]
-    script = max(modules, key=lambda h: h.total_fraction).file if modules else None
-
-    def reach(h: Hotspot) -> float:
-        return h.inclusive_fraction if h.file == script else max(h.inclusive_fraction, h.module_fraction)
-
     out: list[CaptureTarget] = []
-    for h in sorted(ours, key=lambda h: -reach(h)):
-        if len(out) >= top or reach(h) <= 0:
+    for h in sorted((h for h in spots if h.kind == "cpu" and h.file and not Path(h.file).is_absolute()),
+                    key=lambda h: -h.module_fraction):
+        if len(out) >= top or h.module_fraction <= 0:
             break
         if h.function.startswith("__") and "." not in h.function:
             continue  # a module's own hook (__getattr__ importing lazily), not code a user optimises

@@ -7,19 +7,20 @@ from collections.abc import Sequence
 from lsprotocol import types as lsp
 
 from ..core import RedlineServer, guarded
-from ..placement import OPTIMISE_COMMAND, Placed, hot
+from ..placement import OPTIMISE_COMMAND, Placed, optimisable
 from ..settings import ServerSettings
 
 
 def code_actions(uri: str, placed: list[Placed], settings: ServerSettings, rng: lsp.Range,
                  diagnostics: Sequence[lsp.Diagnostic] = ()) -> list[lsp.CodeAction]:
-    """"Optimise hotspot" on each hot function the range touches: a quick fix of its diagnostic where the
-    client sent that diagnostic (the editor lists it under the diagnostic's hover), else a rewrite."""
+    """"Optimise hotspot" on each hot function the range touches (and on each whose callees compiled with
+    it reach the threshold): a quick fix of its diagnostic where the client sent that diagnostic (the
+    editor lists it under the diagnostic's hover), else a rewrite."""
     ours = {d.data.get("function"): d for d in diagnostics
             if d.source == "redline" and d.code == "hotspot" and isinstance(d.data, dict)}
     out = []
     for p in placed:
-        if p.fn.line - 1 <= rng.end.line and rng.start.line <= p.fn.end_line - 1 and hot(p, settings):
+        if p.fn.line - 1 <= rng.end.line and rng.start.line <= p.fn.end_line - 1 and optimisable(p, settings):
             diagnostic = ours.get(p.fn.qualname)
             out.append(lsp.CodeAction(
                 title="Optimise hotspot",
