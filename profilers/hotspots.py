@@ -227,7 +227,6 @@ class _Walk:
                 use[0] += own.weight
                 use[1] += own.count
 
-
     def _module(self, weight: float) -> None:
         """The weight goes to the deepest workspace function on the path and up from it along the calls a
         compiler follows when it compiles a function with the functions it calls (compiled.callees): a

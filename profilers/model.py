@@ -184,11 +184,12 @@ class Hotspot(_Out):
     self_fraction: float
     total_fraction: float
     # Own time plus time in the libraries it calls, not in other workspace functions: the share a
-    # change to this function can reach. What the editor and `redline capture` rank hot code by.
+    # change to this function can reach. What the editor's diagnostics rank hot code by.
     inclusive_fraction: float = 0.0
     # Inclusive share plus the time under the functions it calls that a compiler compiles with it (module
     # functions of its file, methods of its class): what compiling it with them can reach. In the program's
     # script (the file whose module code runs it) the inclusive share: its `main` runs everything, once.
+    # What `redline capture` ranks by.
     module_fraction: float = 0.0
     self_weight: float
     total_weight: float
