@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +125,7 @@ def _for_kind(profile: Profile, ws: Workspace, places: list[Place], frame_place:
               table: dict[int, StackWeight]) -> list[Hotspot]:
     """The hot functions of one kind of weight: the call tree walked once (see _Walk), then each
     function's totals turned into shares of the trace's weight."""
-    walk = _Walk(profile, places, frame_place, kind, table)
+    walk = _Walk(profile, places, frame_place, kind, table, _Follows(ws.root))
     walk.run(children, roots)
     total = sum(e.weight for e in table.values())
     frac = (lambda x: x / total) if total > 0 else (lambda x: 0.0)
@@ -140,8 +141,9 @@ class _Walk:
     its path."""
 
     def __init__(self, profile: Profile, places: list[Place], frame_place: list[int], kind: WeightKind,
-                 table: dict[int, StackWeight]) -> None:
+                 table: dict[int, StackWeight], follows: _Follows) -> None:
         self.profile, self.places, self.frame_place, self.kind, self.table = profile, places, frame_place, kind, table
+        self.follows = follows
         self.acc: dict[int, _Acc] = {}
         self.active: dict[int, int] = {}
         self.active_line: dict[tuple[int, int], int] = {}
@@ -236,7 +238,7 @@ class _Walk:
         for p in reversed(self.path):
             if below < 0 and not self.places[p].in_workspace:
                 continue  # the libraries it calls
-            if below >= 0 and p != below and not _followed(self.places[p], self.places[below]):
+            if below >= 0 and p != below and not self.follows(self.places[p], self.places[below]):
                 break
             below = p
             if p not in seen:
@@ -244,13 +246,39 @@ class _Walk:
                 self.acc[p].module_w += weight
 
 
-def _followed(caller: Place, callee: Place) -> bool:
-    """Whether compiling `caller` with the functions it calls compiles `callee`: the same file, and a
-    module function, or a method of the caller's own class called from a method."""
-    if not (caller.in_workspace and callee.in_workspace) or caller.file != callee.file or "<" in callee.function:
-        return False
-    owner, _, _ = callee.function.rpartition(".")
-    return not owner or owner == caller.function.rpartition(".")[0]
+class _Follows:
+    """Whether compiling a function with the functions it calls compiles another (compiled.callees): one of
+    the same file that its source calls by name, a module function (`parse_value(...)`) or, from a
+    method, a method of its own class (`self.skip(...)`). A function reached through a variable or a
+    library (a list of handlers, `map`, a callback) is not compiled with it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.known: dict[tuple[Place, Place], bool] = {}
+        self.lines: dict[str, list[str]] = {}
+
+    def __call__(self, caller: Place, callee: Place) -> bool:
+        key = (caller, callee)
+        if key not in self.known:
+            self.known[key] = self._follows(caller, callee)
+        return self.known[key]
+
+    def _follows(self, caller: Place, callee: Place) -> bool:
+        if not (caller.in_workspace and callee.in_workspace) or caller.file != callee.file or "<" in callee.function:
+            return False
+        owner, _, name = callee.function.rpartition(".")
+        if owner and owner != caller.function.rpartition(".")[0]:
+            return False
+        call = re.compile(rf"\bself\.{re.escape(name)}\s*\(" if owner else rf"(?<![\w.]){re.escape(name)}\s*\(")
+        return any(call.search(line) for line in self._text(caller.file)[caller.line:caller.end_line])
+
+    def _text(self, file: str) -> list[str]:
+        if file not in self.lines:
+            try:
+                self.lines[file] = (self.root / file).read_text(errors="replace").splitlines()
+            except OSError:
+                self.lines[file] = []
+        return self.lines[file]
 
 
 def _hotspot(profile: Profile, places: list[Place], pid: int, a: _Acc, kind: WeightKind,

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from helpers import TESTS, py_spy_record, redline
 from redline.profilers import read, report
 from redline.profilers.speedscope import read_speedscope
@@ -150,6 +151,60 @@ def test_recursion_counts_once_per_sample(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("def main():\n    f()\ndef f():\n    f()\n")
     got = {h.function: h for h in report([raw], tmp_path).hotspots}
     assert got["f"].total_fraction == 0.5 and got["f"].self_fraction == 0.5
+
+
+# A module whose parser calls one helper by name, one through a tuple and one through `re.sub`; a class whose
+# method calls another of its methods on self. Line numbers matter: the recording below names them.
+SPREAD_LIB = """import re
+
+
+def parse(text):
+    out = [pair(t) for t in text]
+    for step in STEPS:
+        step(text)
+    return re.sub("a", fix, text), out
+
+
+def pair(t):
+    return t
+
+
+def count(text):
+    return len(text)
+
+
+def fix(m):
+    return m.group(0)
+
+
+STEPS = (count,)
+
+
+class Reader:
+    def read(self):
+        return self.step()
+
+    def step(self):
+        return 1
+"""
+
+
+def test_module_share_follows_the_calls_a_compiler_compiles_with_the_function(tmp_path: Path) -> None:
+    """`module_fraction` adds what a function's compiled callees take: a module function it calls by name,
+    a method of its class it calls on self; not one it reaches through a variable or a library's callback
+    (Cython and mypyc compile neither with it)."""
+    (tmp_path / "lib.py").write_text(SPREAD_LIB)
+    raw = tmp_path / "spread.txt"
+    raw.write_text("parse (lib.py:5) 10\n"
+                   "parse (lib.py:5);pair (lib.py:12) 20\n"
+                   "parse (lib.py:7);count (lib.py:16) 10\n"
+                   "parse (lib.py:8);sub (/usr/lib/python3.11/re/__init__.py:185);fix (lib.py:20) 5\n"
+                   "Reader.read (lib.py:28);Reader.step (lib.py:31) 10\n")
+    got = {h.function: h for h in report([raw], tmp_path).hotspots}
+    assert got["parse"].inclusive_fraction == pytest.approx(15 / 55)  # its own lines and re.sub's
+    assert got["parse"].module_fraction == pytest.approx(30 / 55)  # its own lines and pair's
+    assert got["Reader.read"].inclusive_fraction == 0 and got["Reader.read"].module_fraction == pytest.approx(10 / 55)
+    assert got["count"].module_fraction == got["count"].inclusive_fraction == pytest.approx(10 / 55)
 
 
 def test_module_and_class_code_at_a_def_line_is_in_no_function(tmp_path: Path) -> None:
