@@ -351,13 +351,38 @@ def _placed(target: Target, module: ast.Module,
 
 
 def _read_when_defined(tree: ast.Module, name: str) -> set[str]:
-    """The names the def of `name` reads when the module runs it: in its decorators and defaults."""
+    """The names the def of `name` reads when the module runs it (in its decorators and defaults) and, in
+    turn, those the candidate's definitions of them read when they run: a decorator's class reads its
+    base class (mypyc's helper is a subclass of Cython's), which must be defined above it too."""
+    defs = {bound: node for node in tree.body for bound in _bound(node)}
     found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            for e in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-                found |= {n.id for n in ast.walk(e) if isinstance(n, ast.Name)} if e is not None else set()
+    todo = [name]
+    while todo:
+        node = defs.get(todo.pop())
+        for read in (_reads_when_run(node) - found) if node is not None else set():
+            found.add(read)
+            todo.append(read)
     return found
+
+
+def _reads_when_run(node: ast.stmt) -> set[str]:
+    """The names a module-level statement reads when it runs: a def's decorators and defaults; a class's
+    decorators, bases and keywords, and its body's statements (its methods' decorators and defaults); any
+    other statement, all it names."""
+    def of_def(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
+        return [*fn.decorator_list, *fn.args.defaults, *fn.args.kw_defaults]
+
+    parts: list[ast.AST | None]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        parts = list(of_def(node))
+    elif isinstance(node, ast.ClassDef):
+        parts = [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+        for stmt in node.body:
+            parts += of_def(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
+    else:
+        parts = [node]
+    return {n.id for part in parts if part is not None for n in ast.walk(part)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _own_copy(module: ast.Module, lines: list[str], seg: str) -> tuple[int, int] | None:

@@ -719,13 +719,13 @@ def test_calls_first_seen_are_calls_no_side_has_run_even_where_the_program_repea
 
 
 def test_a_second_winner_above_the_first_gets_the_helper_its_decorator_needs(tmp_path: Path) -> None:
-    """Two winners that share a decorator helper (as Cython's do), the second one above the first in the
-    file: the file's copy of the helper, which the first put above itself, moves up with the second, so
-    that the module still imports."""
+    """Two winners that share a decorator helper and its base class (as mypyc's helper subclasses Cython's),
+    the second one above the first in the file: the file's copies of both, which the first put above
+    itself, move up with the second, so that the module still imports."""
     from redline.evaluator.target import apply_candidate, locate
 
-    helper = "class _Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n    def __call__(self, x):\n" \
-             "        return self.fn(x)\n"
+    helper = "class _Base:\n    def __init__(self, fn):\n        self.fn = fn\n\n\nclass _Twice(_Base):\n" \
+             "    def __call__(self, x):\n        return self.fn(x)\n"
     write(tmp_path / "m.py", "def a(x):\n    return x + 1\n\n\ndef keep():\n    return 0\n\n\ndef b(x):\n    return x + 2\n")
 
     def accept(qualname: str, body: str) -> None:
@@ -736,7 +736,8 @@ def test_a_second_winner_above_the_first_gets_the_helper_its_decorator_needs(tmp
     accept("b", "def b(x):\n    return x + 2\n")
     accept("a", "def a(x):\n    return x + 1\n")
     text = (tmp_path / "m.py").read_text()
-    assert text.count("class _Twice:") == 1 and text.index("class _Twice:") < text.index("def a(") < text.index("def b(")
+    assert text.count("class _Twice(_Base):") == 1 and text.count("class _Base:") == 1
+    assert text.index("class _Base:") < text.index("class _Twice(") < text.index("def a(") < text.index("def b(")
     assert "\n\n\n\n" not in text
     run = subprocess.run([sys.executable, "-c", "import m; print(m.a(1), m.b(1), m.keep())"], cwd=tmp_path,
                          capture_output=True, text=True)
