@@ -742,3 +742,64 @@ def test_a_second_winner_above_the_first_gets_the_helper_its_decorator_needs(tmp
     run = subprocess.run([sys.executable, "-c", "import m; print(m.a(1), m.b(1), m.keep())"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert run.stdout.split() == ["2", "3", "0"], run.stderr
+
+
+DECORATED = '''import functools
+
+
+def doubled(fn):
+    @functools.wraps(fn)
+    def twice(xs):
+        return [2 * v for v in fn(xs)]
+    return twice
+
+
+@doubled
+def bump(xs):
+    out = []
+    i = 0
+    while i < len(xs):
+        out.append(xs[i] + 1)
+        i += 1
+    return out
+
+
+class Rows:
+    @staticmethod
+    def shift(xs):
+        return [v - 1 for v in xs]
+
+
+def make_inputs(seed):
+    return (list(range(seed, seed + 5000)),)
+'''
+
+
+def test_a_decorated_targets_candidate_runs_under_its_decorators_as_the_edit_writes_it(tmp_path: Path) -> None:
+    """The file keeps a target's decorators above the def a winner replaces, so the sandbox runs each
+    candidate under them: one written without them is honest (networkx's betweenness_centrality, whose
+    decorator turns a seed into a Random, crashed without it), one that repeats them has them once, and
+    one that does the decorator's work itself, right only without it, is incorrect. Written in, the
+    winner has the decorators once and computes what was verified."""
+    write(tmp_path / "d.py", DECORATED)
+    doc, _ = optimise(tmp_path, f"{tmp_path / 'd.py'}::bump", {
+        "plain.py": "def bump(xs):\n    return [v + 1 for v in xs]\n",
+        "repeats.py": "@doubled\ndef bump(xs):\n    return [v + 1 for v in xs]\n",
+        "preapplied.py": "def bump(xs):\n    return [2 * (v + 1) for v in xs]\n"}, "--apply")
+    by = {c["origin"]: c for c in doc["candidates"]}
+    assert by["file:plain.py"]["status"] in ("ok", "not_faster"), by["file:plain.py"]["reason"]
+    assert by["file:repeats.py"]["status"] in ("ok", "not_faster"), by["file:repeats.py"]["reason"]
+    assert by["file:preapplied.py"]["status"] == "incorrect", by["file:preapplied.py"]["reason"]
+    applied = (tmp_path / "d.py").read_text()
+    assert doc["winner"] and applied.count("@doubled\n") == 1 and "return [v + 1 for v in xs]" in applied
+    run = subprocess.run([sys.executable, "-c", "import d; print(d.bump([1, 2]), d.Rows.shift([1]), d.Rows().shift([1]))"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.stdout.split() == ["[4,", "6]", "[0]", "[0]"], run.stderr
+    # A static method's candidate with or without its @staticmethod: once in the file either way.
+    from redline.evaluator.target import apply_candidate, locate
+
+    loc = locate(f"{tmp_path / 'd.py'}::Rows.shift")
+    target = Target(loc.file, loc.qualname, loc.fn, loc.source, tmp_path, None)  # type: ignore[arg-type]
+    for code in ("@staticmethod\ndef shift(xs):\n    return [v - 1 for v in xs]\n",
+                 "def shift(xs):\n    return [v - 1 for v in xs]\n"):
+        assert apply_candidate(target, code).count("@staticmethod") == 1

@@ -171,6 +171,43 @@ def _new_bare(cls: Any) -> Any:
 _HOLDER = "__redline_holder__"
 
 
+def decorators_of(file: str, parts: list[str]) -> list[ast.expr]:
+    """The decorators of the def `parts` (a function, or a method in its classes) in the target's file."""
+    try:
+        with open(file, encoding="utf-8") as fh:
+            body: list[ast.stmt] = ast.parse(fh.read()).body
+    except (OSError, SyntaxError, ValueError):
+        return []
+    node: ast.stmt | None = None
+    for part in parts:
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == part), None)
+        if node is None:
+            return []
+        body = node.body
+    return list(node.decorator_list) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+
+
+def with_decorators(tree: ast.Module, name: str, own: list[ast.expr]) -> None:
+    """The candidate's def of `name` under the target's decorators, as the edit writes it: the file keeps
+    them above the def it replaces, so they apply to the candidate as they do to the original; a candidate
+    that repeats them first (`@staticmethod`, or all of them in order) has them once, and its own further
+    decorators apply inside them (evaluator/target.py::_placed writes the same)."""
+    if not own:
+        return
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            said, theirs = [ast.unparse(d) for d in node.decorator_list], [ast.unparse(d) for d in own]
+            kept = node.decorator_list[len(own):] if said[:len(own)] == theirs else node.decorator_list
+            for d in own:
+                for n in ast.walk(d):
+                    if hasattr(n, "lineno"):
+                        n.lineno = n.end_lineno = node.lineno
+                        n.col_offset = n.end_col_offset = 0
+            node.decorator_list = [*own, *kept]
+            return
+
+
 def in_class(tree: ast.Module, name: str, owner: str) -> bool:
     """Put the candidate's method `name` inside a class named like its owner, as it is in the owner's
     body: its private names mangle as the owner's do, and a zero-argument super() gets its `__class__`
@@ -247,16 +284,18 @@ class Subject:
         self.original = None if spec["inputs"]["kind"] == "kernelbench" else resolve(module, qual)
         code = spec.get("candidate")
         if code is not None:
-            self._load_candidate(module, code, parts, spec.get("preimport", []))
+            self._load_candidate(module, code, parts, spec.get("preimport", []), spec["file"])
         state.hook_on = True
         if self.kernelbench:
             self.model_cls = resolve(module, parts[0])
         self.fn = None if self.kernelbench else consuming(resolve(module, qual), self.original)
 
     @staticmethod
-    def _load_candidate(module: types.ModuleType, code: str, parts: list[str], preimport: list[str]) -> None:
+    def _load_candidate(module: types.ModuleType, code: str, parts: list[str], preimport: list[str],
+                        file: str) -> None:
         """Put the candidate in the target's place: its module a copy of the target's globals, the function
-        (or the method, compiled as if in its class's body) in the module or class the target is in."""
+        (or the method, compiled as if in its class's body) in the module or class the target is in, under
+        the target's own decorators (see with_decorators)."""
         for mod_name in preimport:
             try:
                 __import__(mod_name)
@@ -280,6 +319,7 @@ class Subject:
         name = parts[-1]
         owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
         tree = ast.parse(code, state.candidate_file)
+        with_decorators(tree, name, decorators_of(file, parts))
         held = owner is not None and in_class(tree, name, owner.__name__)
         exec(compile(tree, state.candidate_file, "exec"), namespace)
         fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
