@@ -322,15 +322,16 @@ def _placed(target: Target, module: ast.Module,
     code_lines = code.splitlines(keepends=True)
     tree = ast.parse(code)
     early = _read_when_defined(tree, name)
-    own = [_normal(d) for d in target.fn.decorators]
+    file_decorators = [_normal(d) for d in target.fn.decorators]
     for node in tree.body:
         seg = "".join(code_lines[node.lineno - 1 - len(getattr(node, "decorator_list", [])):node.end_lineno])
         is_target = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
         decorators = getattr(node, "decorator_list", [])
-        if is_target and own and [ast.unparse(d) for d in decorators[:len(own)]] == own:
+        if is_target and file_decorators and \
+                [ast.unparse(d) for d in decorators[:len(file_decorators)]] == file_decorators:
             # The target's decorators, repeated: the file keeps its own above the def (the worker's
             # with_decorators runs the candidate so).
-            kept = decorators[len(own):]
+            kept = decorators[len(file_decorators):]
             seg = "".join(code_lines[(kept[0].lineno if kept else node.lineno) - 1:node.end_lineno])
         clash = [] if is_target else sorted(_bound(node) & taken)
         if clash and seg.strip() in target.source:

@@ -201,9 +201,7 @@ def with_decorators(tree: ast.Module, name: str, own: list[ast.expr]) -> None:
             kept = node.decorator_list[len(own):] if said[:len(own)] == theirs else node.decorator_list
             for d in own:
                 for n in ast.walk(d):
-                    if hasattr(n, "lineno"):
-                        n.lineno = n.end_lineno = node.lineno
-                        n.col_offset = n.end_col_offset = 0
+                    ast.copy_location(n, node)  # placed at the candidate's def, not the file's lines
             node.decorator_list = [*own, *kept]
             return
 
