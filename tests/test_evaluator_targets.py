@@ -775,13 +775,22 @@ def make_inputs(seed):
 '''
 
 
-def test_a_decorated_targets_candidate_runs_under_its_decorators_as_the_edit_writes_it(tmp_path: Path) -> None:
+REGISTERED = DECORATED.replace("def doubled(fn):\n", "_SEEN = set()\n\n\ndef doubled(fn):\n"
+                                "    if fn.__name__ in _SEEN:\n        raise KeyError(f'{fn.__name__} is registered')\n"
+                                "    _SEEN.add(fn.__name__)\n")
+
+
+@pytest.mark.parametrize("module", [DECORATED, REGISTERED], ids=["decorator", "registering decorator"])
+def test_a_decorated_targets_candidate_runs_under_its_decorators_as_the_edit_writes_it(tmp_path: Path,
+                                                                                     module: str) -> None:
     """The file keeps a target's decorators above the def a winner replaces, so the sandbox runs each
     candidate under them: one written without them is honest (networkx's betweenness_centrality, whose
     decorator turns a seed into a Random, crashed without it), one that repeats them has them once, and
     one that does the decorator's work itself, right only without it, is incorrect. Written in, the
-    winner has the decorators once and computes what was verified."""
-    write(tmp_path / "d.py", DECORATED)
+    winner has the decorators once and computes what was verified. A decorator that refuses a second
+    function of the name (networkx's `@_dispatchable` registers algorithms by name) runs the candidate's
+    code inside the original's wrappers."""
+    write(tmp_path / "d.py", module)
     doc, _ = optimise(tmp_path, f"{tmp_path / 'd.py'}::bump", {
         "plain.py": "def bump(xs):\n    return [v + 1 for v in xs]\n",
         "repeats.py": "@doubled\ndef bump(xs):\n    return [v + 1 for v in xs]\n",

@@ -188,6 +188,33 @@ def decorators_of(file: str, parts: list[str]) -> list[ast.expr]:
     return list(node.decorator_list) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
 
 
+def _under_the_originals(written: ast.Module, name: str, own: list[ast.expr], namespace: dict[str, Any],
+                         module: types.ModuleType) -> bool:
+    """Where the target's decorators refuse to decorate a second function of its name (networkx's
+    `@_dispatchable` registers each algorithm by name), the candidate's code runs inside the original's
+    decorated function: the innermost function under their wrappers (`__wrapped__`) takes the candidate's
+    code, defaults and helpers. False where that cannot stand for the edit (decorators of its own, a
+    closure), and the refusal stands."""
+    node = next((n for n in written.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
+                None)
+    if node is None or [ast.unparse(d) for d in node.decorator_list] not in ([], [ast.unparse(d) for d in own]):
+        return False
+    node.decorator_list = []
+    exec(compile(written, state.candidate_file, "exec"), namespace)
+    cand, raw, seen = namespace.get(name), module.__dict__.get(name), set()
+    while hasattr(raw, "__wrapped__") and id(raw) not in seen:
+        seen.add(id(raw))
+        raw = raw.__wrapped__
+    if not (_isinstance(cand, types.FunctionType) and _isinstance(raw, types.FunctionType)) \
+            or cand.__code__.co_freevars or raw.__code__.co_freevars or raw.__globals__ is not module.__dict__:
+        return False
+    raw.__code__, raw.__defaults__, raw.__kwdefaults__ = cand.__code__, cand.__defaults__, cand.__kwdefaults__
+    for key, value in namespace.items():  # its helpers, where the module has no such name
+        if not key.startswith("__") and key not in module.__dict__:
+            module.__dict__[key] = value
+    return True
+
+
 def with_decorators(tree: ast.Module, name: str, own: list[ast.expr]) -> None:
     """The candidate's def of `name` under the target's decorators, as the edit writes it: the file keeps
     them above the def it replaces, so they apply to the candidate as they do to the original; a candidate
@@ -317,9 +344,16 @@ class Subject:
         name = parts[-1]
         owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
         tree = ast.parse(code, state.candidate_file)
-        with_decorators(tree, name, decorators_of(file, parts))
+        own = decorators_of(file, parts)
+        written = ast.parse(code, state.candidate_file) if own and owner is None else None
+        with_decorators(tree, name, own)
         held = owner is not None and in_class(tree, name, owner.__name__)
-        exec(compile(tree, state.candidate_file, "exec"), namespace)
+        try:
+            exec(compile(tree, state.candidate_file, "exec"), namespace)
+        except Exception:
+            if written is None or not _under_the_originals(written, name, own, namespace, module):
+                raise
+            return
         fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
         if fn is None or not (callable(fn) or _isinstance(fn, (staticmethod, classmethod))):
             raise NameError(f"the candidate does not define {name}()")
