@@ -201,7 +201,9 @@ def _under_the_originals(written: ast.Module, name: str, own: list[ast.expr], na
         return False
     node.decorator_list = []
     exec(compile(written, state.candidate_file, "exec"), namespace)
-    cand, raw, seen = namespace.get(name), module.__dict__.get(name), set()
+    cand: Any = namespace.get(name)
+    raw: Any = module.__dict__.get(name)
+    seen: set[int] = set()
     while hasattr(raw, "__wrapped__") and id(raw) not in seen:
         seen.add(id(raw))
         raw = raw.__wrapped__
