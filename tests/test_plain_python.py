@@ -350,7 +350,8 @@ def test_the_sandbox_compiles_what_the_target_calls_as_the_users_file_does(tmp_p
     words = module.make_inputs(3)[0]
     expected = module.checksum(words)
     target = locate_target(tmp_path / "checksum_in_sandbox.py", "checksum")
-    Subject._load_candidate(module, candidate(target, {}, ["weigh"]), ["checksum"], [])
+    Subject._load_candidate(module, candidate(target, {}, ["weigh"]), ["checksum"], [],
+                            str(tmp_path / "checksum_in_sandbox.py"))
     assert module.checksum(words) == expected
     assert type(module.checksum.compiled.__globals__["weigh"]).__name__ == "cython_function_or_method"
     assert type(module.weigh).__name__ == "function"  # the module's own, for its other callers
