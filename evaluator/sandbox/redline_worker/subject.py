@@ -172,7 +172,9 @@ _HOLDER = "__redline_holder__"
 
 
 def decorators_of(file: str, parts: list[str]) -> list[ast.expr]:
-    """The decorators of the def `parts` (a function, or a method in its classes) in the target's file."""
+    """The decorators of the def `parts` (a function, or a method in its classes) in the target's file: of
+    the last def of each name, which the name is bound to (an overloaded function's implementation, not
+    its `@overload` stubs)."""
     try:
         with open(file, encoding="utf-8") as fh:
             body: list[ast.stmt] = ast.parse(fh.read()).body
@@ -180,7 +182,7 @@ def decorators_of(file: str, parts: list[str]) -> list[ast.expr]:
         return []
     node: ast.stmt | None = None
     for part in parts:
-        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        node = next((n for n in reversed(body) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                      and n.name == part), None)
         if node is None:
             return []
