@@ -221,7 +221,8 @@ class _Walk:
         oline = frames[node_frame[owner]].line
         if oline:
             oa.line_self[oline] = oa.line_self.get(oline, 0.0) + own.weight
-        self._module(own.weight)
+        if self.kind == "cpu":  # what a compiler compiles with a function: its CPU time, not its kernels'
+            self._module(own.weight)
         frame = frames[node_frame[node]]
         if frame.kind == "kernel":
             for up in set(self.path):

@@ -188,8 +188,8 @@ class Hotspot(_Out):
     inclusive_fraction: float = 0.0
     # Inclusive share plus the time under the functions it calls that a compiler compiles with it (module
     # functions of its file, methods of its class): what compiling it with them can reach. In the program's
-    # script (the file whose module code runs it) the inclusive share: its `main` runs everything, once.
-    # What `redline capture` ranks by.
+    # script (the file whose module code runs it), and for GPU time, the inclusive share: its `main` runs
+    # everything, once, and compiling Python does not move a kernel. What `redline capture` ranks by.
     module_fraction: float = 0.0
     self_weight: float
     total_weight: float

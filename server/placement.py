@@ -95,6 +95,7 @@ def hot(p: Placed, settings: ServerSettings) -> bool:
 
 
 def optimisable(p: Placed, settings: ServerSettings) -> bool:
-    """Whether a placed function gets the Optimise action: hot, or an entry point whose time is spread
-    over the functions it calls, which compiled with it reach the threshold."""
-    return hot(p, settings) or p.reach >= settings.threshold
+    """Whether a placed function gets the Optimise action: its reach (never below its inclusive share, so
+    every hot function has it) meets the threshold; an entry point whose time is spread over the
+    functions it calls has it too."""
+    return p.reach >= settings.threshold

@@ -21,6 +21,7 @@ def test_gpu_hover_lists_kernels_with_nsight_metrics() -> None:
     spots = report([GPU / "torch_trace_kernels.json", GPU / "ncu_kernels_details.csv"], WORKLOAD).hotspots
     text = (WORKLOAD / "model" / "kernels.py").read_text()
     mine = [h for h in spots if h.file == "model/kernels.py"]
+    assert all(h.module_fraction == h.inclusive_fraction for h in spots if h.kind == "gpu")  # kernels: not compiled
     placed = place(text, mine)
     line = next(i for i, s in enumerate(text.splitlines()) if s.startswith("def gelu_bias_triton"))
     shown = hover(text, placed, lsp.Position(line + 2, 4))

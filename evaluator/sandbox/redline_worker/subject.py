@@ -349,13 +349,13 @@ class Subject:
         owner = resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else None
         tree = ast.parse(code, state.candidate_file)
         own = decorators_of(file, parts)
-        written = ast.parse(code, state.candidate_file) if own and owner is None else None
         with_decorators(tree, name, own)
         held = owner is not None and in_class(tree, name, owner.__name__)
         try:
             exec(compile(tree, state.candidate_file, "exec"), namespace)
         except Exception:
-            if written is None or not _under_the_originals(written, name, own, namespace, module):
+            if not own or owner is not None or \
+                    not _under_the_originals(ast.parse(code, state.candidate_file), name, own, namespace, module):
                 raise
             return
         fn = namespace.pop(_HOLDER).__dict__.get(mangled(owner, name)) if held else namespace.get(name)
