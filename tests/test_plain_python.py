@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import redline
 from redline.evaluator.proposers import Context
-from redline.evaluator.proposers.compiled import CythonProposer, callees
+from redline.evaluator.proposers.compiled import CythonProposer, callee_tree, callees
 from redline.evaluator.proposers.rewrites import REWRITES, rewrites
 from redline.evaluator.target import Target, apply_candidate, load_target, locate
 
@@ -311,6 +311,9 @@ def test_a_method_calling_super_is_compiled_with_its_own_classs_super(tmp_path: 
     # a private method: its compiled copy takes its place in the class
     ("Tokeniser.split", "make_split_inputs", "t = m.Tokeniser()\nprint(t.split('ab cd, e'), t._Tokeniser__words)",
      "type(vars(m.Tokeniser)['_Tokeniser__emit']).__name__"),
+    # a class of the module it uses by name: its methods' compiled copies take their places in it
+    ("words_of", "make_words_of_inputs", "print(m.words_of('ab cd, e'), m.Cursor.over('x').word())",
+     "type(vars(m.Cursor)['word']).__name__, type(vars(m.Cursor)['over'].__func__).__name__"),
 ])
 def test_what_a_compiled_function_calls_is_compiled_with_it(tmp_path: Path, qualname: str, inputs: str, call: str,
                                                             compiled: str) -> None:
@@ -318,14 +321,17 @@ def test_what_a_compiled_function_calls_is_compiled_with_it(tmp_path: Path, qual
                       "--inputs", f"plain_checksum.py::{inputs}")
     (cand,) = [c for c in compiled_candidates(doc) if c["approach"].startswith("compiled with Cython, with ")]
     assert cand["status"] in ("ok", "not_faster"), cand["reason"]
-    callee = "weigh" if qualname == "checksum" else "self.__emit"
-    assert f"({callee})" in cand["approach"] and f"@_RedlineCython({callee!r})" in cand["code"]
+    named, said = {"checksum": ("'weigh'", "calls (weigh)"), "Tokeniser.split": ("'self.__emit'", "calls (self.__emit)"),
+                   "words_of": ("'Cursor.__init__', 'Cursor.over', 'Cursor.word'", "classes it uses (Cursor)")}[qualname]
+    assert said in cand["approach"] and f"@_RedlineCython({named})" in cand["code"]
     target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
     printed = run_applied(tmp_path, target, cand["code"], f"{call}\nprint({compiled})").split("\n")
     original = load(WORKLOADS / "plain_checksum.py")
     if qualname == "checksum":
         assert printed[:2] == [str(original.checksum(original.make_inputs(3)[0])),
                                "cython_function_or_method function"]
+    elif qualname == "words_of":
+        assert printed[:2] == ["['ab', 'cd', 'e'] x", "cython_function_or_method cython_function_or_method"]
     else:
         assert printed[:2] == ["['ab', 'cd', 'e'] 3", "cython_function_or_method"]
 
@@ -384,9 +390,32 @@ def test_the_functions_compiled_with_a_target_are_those_whose_copy_behaves_as_th
                 return [super().up(y) for y in x]
             def down(self, x):
                 return super().down(x)
+        class Row:
+            def __init__(self, x):
+                self.x = helper(x)
+            @classmethod
+            def make(cls, x):
+                return cls(x)
+            @property
+            def size(self):
+                return 1
+            def each(self):
+                yield self.x
+        def g(x):
+            return Row.make(x)
     """
     assert callees(target_in(tmp_path, source, "f")) == [("plain", "def plain(x): return helper(x) + 1\n"),
                                                         ("helper", "def helper(x): return x\n")]
+    # Only what the target's calls alone reach may be typed from them: not what a method reaches
+    assert [(name, alone) for name, _, alone in callee_tree(target_in(tmp_path, source, "f"))] == [
+        ("plain", True), ("helper", True)]
+    # a class the target uses by name: its methods, a class method with its decorator; not a property, nor
+    # a generator (Cython's is not a types.GeneratorType, which code such as PyYAML's tests for)
+    found = callee_tree(target_in(tmp_path, source, "g"))
+    assert [(name, alone) for name, _, alone in found] == [("Row.__init__", False), ("Row.make", False),
+                                                           ("helper", False)]
+    assert found[1][1].startswith("    @classmethod\n    def make(cls, x):")
+    assert callees(target_in(tmp_path, source, "g"), classes=False) == []
     found = callees(target_in(tmp_path, source, "A.m"))
     assert [name for name, _ in found] == ["self.step", "self.down", "plain", "self.last", "helper"]
     assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"), limit=2)] == ["self.step", "self.down"]

@@ -39,13 +39,13 @@ import functools
 
 
 class _RedlineCython(functools.partial):
-    """`@_RedlineCython("helper", "self.method(i=Py_ssize_t)", arg="double", ...)`: the function below
-    compiled with Cython when first used, with those C types for its variables, and built once into
-    $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are compiled
-    with it (with the types named after them), for its own calls to them; the methods of its class it
-    names (`self.name`) are compiled and take their place in the class. Needs Cython and a C compiler
-    where it runs; without them it all runs as plain Python. Added by redline, which verified the
-    compiled function on its calls."""
+    """`@_RedlineCython("helper", "self.method(i=Py_ssize_t)", "Other.method", arg="double", ...)`: the
+    function below compiled with Cython when first used, with those C types for its variables, and built
+    once into $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are
+    compiled with it (with the types named after them), for its own calls to them; the methods it names
+    of its class (`self.name`) and of the module's other classes (`Other.name`) are compiled and take
+    their place in their class. Needs Cython and a C compiler where it runs; without them it all runs as
+    plain Python. Added by redline, which verified the compiled function on its calls."""
 
     # Cython as a command, with the module's own names (given to the module when it loads) allowed,
     # annotations read as Python reads them (a parameter annotated `str` takes a subclass of str), and
@@ -90,26 +90,34 @@ class _RedlineCython(functools.partial):
         return compiled.__get__(instance, owner)
 
     @staticmethod
-    def source(text, qualname, types, functions=(), methods=()):
+    def source(text, qualname, types, functions=(), methods=(), classes=()):
         """What Cython compiles: the def without decorators, typed, inside a class like its owner's with
         the methods it calls; the module functions it calls above it (all as their own source, each a
-        (source, types) pair)."""
+        (source, types) pair); the other classes' methods it names in classes like theirs (classes:
+        (class name, [(source, types), ...]) pairs; a class or static method keeps that decorator)."""
         import textwrap
 
         def bare(text, types):
             lines = textwrap.dedent(text).splitlines(keepends=True)
+            kind = ""
             while lines and not lines[0].lstrip().startswith(("def ", "async def ")):
-                lines.pop(0)
+                line = lines.pop(0).strip()
+                kind = line if line in ("@classmethod", "@staticmethod") else kind
             typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
-            return (f"@cython.locals({typed})\\n" if types else "") + "".join(lines)
+            return (f"{kind}\\n" if kind else "") + (f"@cython.locals({typed})\\n" if types else "") + "".join(lines)
+
+        def members(owner, defs):
+            return "".join(bare(_RedlineCython.supers(bare(m, {}), owner), t) + "\\n" for m, t in defs)
 
         owner = qualname.rpartition(".")[0]
         body = bare(_RedlineCython.supers(bare(text, {}), owner), types)
         if owner:
-            body = f"class {owner}:\\n" + textwrap.indent("\\n".join(
-                [body, *(bare(_RedlineCython.supers(bare(m, {}), owner), t) for m, t in methods)]), "    ")
-        typed = types or any(t for _, t in [*functions, *methods])
-        return ("import cython\\n\\n" if typed else "") + "".join(bare(f, t) + "\\n\\n" for f, t in functions) + body
+            body = f"class {owner}:\\n" + textwrap.indent(body + "\\n" + members(owner, methods), "    ")
+        others = "".join(f"class {name}:\\n" + textwrap.indent(members(name, defs), "    ") + "\\n\\n"
+                         for name, defs in classes)
+        typed = types or any(t for _, t in [*functions, *methods, *(d for _, defs in classes for d in defs)])
+        return ("import cython\\n\\n" if typed else "") + "".join(bare(f, t) + "\\n\\n" for f, t in functions) \\
+            + others + body
 
     @staticmethod
     def supers(text, owner):
@@ -137,8 +145,9 @@ class _RedlineCython(functools.partial):
         return name
 
     def called(self, fn, cls):
-        """The functions named in the decorator, as (stored name, function, is a method, its types): each
-        only where it is still the module's own plain function, whose source is what gets compiled."""
+        """The functions named in the decorator, as (stored name, what its class or the module holds, the
+        class's name or "" for a module function, its types): each only where it is still the module's
+        own plain function (or a class or static method of one), whose source is what gets compiled."""
         if not self.calls:
             return []
         import inspect
@@ -149,14 +158,18 @@ class _RedlineCython(functools.partial):
         for named in self.calls:
             call, _, typed = named.rstrip(")").partition("(")
             types = dict(part.split("=") for part in typed.split(", ") if part)
-            method = call.startswith("self.")
-            name = self.stored(fn.__qualname__.rpartition(".")[0], call[5:]) if method else call
-            if method:
-                value = vars(cls).get(name) if cls is not None else None
+            where, _, name = call.rpartition(".")
+            if where == "self":
+                where, holder = fn.__qualname__.rpartition(".")[0], cls
             else:
-                value = fn.__globals__.get(name)
-            if inspect.isfunction(value) and value.__module__ in home and not hasattr(value, "__wrapped__"):
-                found.append((name, value, method, types))
+                holder = fn.__globals__.get(where) if where else None
+                if where and not (isinstance(holder, type) and holder.__module__ in home):
+                    continue
+            name = self.stored(where, name) if where else name
+            value = vars(holder).get(name) if holder is not None else fn.__globals__.get(name)
+            plain = value.__func__ if where and isinstance(value, (classmethod, staticmethod)) else value
+            if inspect.isfunction(plain) and plain.__module__ in home and not hasattr(plain, "__wrapped__"):
+                found.append((name, value, where, types))
         return found
 
     @classmethod
@@ -184,9 +197,18 @@ class _RedlineCython(functools.partial):
         """What gets compiled for `fn` and the functions it names, and the folder its imports resolve from
         (none: Cython's module is given its names when it loads)."""
         import inspect
+
+        def text(value):
+            return inspect.getsource(getattr(value, "__func__", value))
+        owner = fn.__qualname__.rpartition(".")[0]
+        classes = {}
+        for _, value, where, types in called:
+            if where and where != owner:
+                classes.setdefault(where, []).append((text(value), types))
         return self.source(inspect.getsource(fn), fn.__qualname__, self.types,
-                           [(inspect.getsource(f), t) for _, f, method, t in called if not method],
-                           [(inspect.getsource(f), t) for _, f, method, t in called if method]), None
+                           [(text(f), t) for _, f, where, t in called if not where],
+                           [(text(f), t) for _, f, where, t in called if where and where == owner],
+                           list(classes.items())), None
 
     def built(self, fn, called, cache):
         """The extension module's path. Found, as Python finds a module's bytecode, by its file's size and
@@ -198,7 +220,7 @@ class _RedlineCython(functools.partial):
         from importlib.machinery import EXTENSION_SUFFIXES
         st = os.stat(fn.__code__.co_filename)
         key = (fn.__code__.co_filename, st.st_mtime_ns, st.st_size, fn.__qualname__, sorted(self.types.items()),
-               [(name, types) for name, _, _, types in called], sys.version, self.COMMAND)
+               [(where, name, types) for name, _, where, types in called], sys.version, self.COMMAND)
         index = os.path.join(cache, "index", hashlib.sha256(repr(key).encode()).hexdigest()[:32])
         try:
             with open(index) as fh:
@@ -245,17 +267,16 @@ class _RedlineCython(functools.partial):
             module = importlib.util.module_from_spec(spec)
             module.__dict__.update({k: v for k, v in fn.__globals__.items() if not k.startswith("__") and k not in vars(module)})
             spec.loader.exec_module(module)
-            if owner:
-                compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)]
-                copies = {name: vars(module)[owner].__dict__[name] for name, _, method, _ in called if method}
-                vars(module)[owner] = cls  # its own references to the class: the real one
-            else:
-                compiled, copies = vars(module)[fn.__name__], {}
-            for name, original, method, _ in called:
-                copy = copies[name] if method else vars(module)[name]
-                self.named(copy, original)
-                if method and vars(cls).get(name) is original:
-                    setattr(cls, name, copy)
+            compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)] if owner else vars(module)[fn.__name__]
+            copies = [(vars(module)[where].__dict__[name] if where else vars(module)[name], original, where, name)
+                      for name, original, where, _ in called]
+            for where in {where for _, _, where, _ in called if where} | ({owner} - {""}):
+                vars(module)[where] = fn.__globals__[where]  # its references to the classes: the real ones
+            for copy, original, where, name in copies:
+                self.named(getattr(copy, "__func__", copy), getattr(original, "__func__", original))
+                holder = cls if where == owner else fn.__globals__[where] if where else None
+                if holder is not None and vars(holder).get(name) is original:
+                    setattr(holder, name, copy)
             self.named(compiled, fn)
         except Exception as exc:
             if os.environ.get("REDLINE_CYTHON_STRICT"):
@@ -665,42 +686,100 @@ def _shared_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _defs(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """The functions a module or class body defines and binds nothing else to."""
-    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return _defined(body, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _classes(body: list[ast.stmt]) -> dict[str, ast.ClassDef]:
+    """The classes a module body defines, undecorated and bound to nothing else."""
+    return {name: node for name, node in _defined(body, ast.ClassDef).items() if not node.decorator_list}
+
+
+def _defined(body: list[ast.stmt], kinds: Any) -> dict[str, Any]:
+    found = {n.name: n for n in body if isinstance(n, kinds)}
     for node in body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}:
-                defs.pop(name, None)
-    return defs
+                found.pop(name, None)
+    return found
 
 
-def callees(t: Target, limit: int = 32) -> list[tuple[str, str]]:
-    """The module's functions the target calls by name, and (for a method) its class's methods it calls
-    on `self`, following their calls in turn: (the decorator's name for it, its source), at most `limit`,
-    nearest first and in the order the code calls them. Only undecorated defs whose compiled copy behaves
-    as they do; never the target itself."""
+def callees(t: Target, limit: int = 48, classes: bool = True) -> list[tuple[str, str]]:
+    """What the target calls that compiles with it, following their calls in turn: the module's functions
+    it calls by name, (for a method) its class's methods it calls on `self`, and (with `classes`) the
+    methods of the module's other classes it calls or makes by name (`_Lexer.split(s)`, `_Row(...)`:
+    every method of such a class, its class and static methods included). As (the decorator's name for
+    it, its source), at most `limit`, nearest first and in the order the code calls them; only defs
+    whose compiled copy behaves as theirs does, without other decorators; never the target itself."""
+    return [(name, text) for name, text, _ in callee_tree(t, limit, classes)]
+
+
+def callee_tree(t: Target, limit: int = 48, classes: bool = True) -> list[tuple[str, str, bool]]:
+    """callees, each with whether only the target's calls reach it: a module function reached through
+    module functions alone, never through a method, whose compiled copy takes every caller's calls."""
     module = ast.parse(t.source)
     lines = t.source.splitlines(keepends=True)
     functions = _defs(module.body)
     owner = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == t.qualname.split(".")[0]), None)
     methods = _defs(owner.body) if owner is not None and "." in t.qualname else {}
+    others = {name: node for name, node in _classes(module.body).items() if node is not owner} if classes else {}
     rebound = _rebound(module)
     found: dict[str, str] = {}
+    calls: dict[str, set[str]] = {}  # who calls whom, of what is compiled
     own = ("self." if methods else "") + t.qualname.rpartition(".")[2]
-    queue: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]] = [(_function(t), bool(methods))]
+    queue: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = [(_function(t), own)]
+
+    def take(name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str) -> None:
+        kind = _kind(node)
+        calls.setdefault(caller, set()).add(name)
+        if name in found or name == own or kind is None or not _shared_defaults(node) or len(found) >= limit \
+                or _generator(node) or _not_compiled(node, rebound, "." in name and kind != "staticmethod"):
+            return
+        start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        found[name] = "".join(lines[start - 1:node.end_lineno])
+        queue.append((node, name))
+
     while queue and len(found) < limit:
-        fn, in_class = queue.pop(0)
-        me = fn.args.args[0].arg if in_class and fn.args.args else None
+        fn, name = queue.pop(0)
+        me = fn.args.args[0].arg if name.startswith("self.") and fn.args.args else None
         for call in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
             f = call.func
-            name, node = (f.id, functions.get(f.id)) if isinstance(f, ast.Name) else (
-                (f"self.{f.attr}", methods.get(f.attr)) if isinstance(f, ast.Attribute) and me is not None
-                and isinstance(f.value, ast.Name) and f.value.id == me else ("", None))
-            if node is None or name in found or name == own or node.decorator_list or not _shared_defaults(node) \
-                    or _not_compiled(node, rebound, name.startswith("self.")) or len(found) >= limit:
-                continue
-            found[name] = "".join(lines[node.lineno - 1:node.end_lineno])
-            queue.append((node, name.startswith("self.")))
-    return list(found.items())
+            cls = f.id if isinstance(f, ast.Name) else f.value.id if isinstance(f, ast.Attribute) and \
+                isinstance(f.value, ast.Name) and f.value.id != me else None
+            if cls in others:  # a class of the module made or called by name: its methods, all of them
+                for method, node in _defs(others[cls].body).items():
+                    take(f"{cls}.{method}", node, name)
+            elif isinstance(f, ast.Name) and f.id in functions and _kind(functions[f.id]) == "":
+                take(f.id, functions[f.id], name)
+            elif isinstance(f, ast.Attribute) and me is not None and isinstance(f.value, ast.Name) \
+                    and f.value.id == me and f.attr in methods and _kind(methods[f.attr]) == "":
+                take(f"self.{f.attr}", methods[f.attr], name)
+    shared = [name for name in found if "." in name]  # what a method reaches, every caller of it reaches
+    for name in shared:
+        shared.extend(c for c in calls.get(name, ()) if c in found and c not in shared)
+    return [(name, text, name not in shared) for name, text in found.items()]
+
+
+def _generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the def is a generator: Cython's generators are not `types.GeneratorType`, which code that
+    tells a generator from a result tests (PyYAML's constructors), so one is not compiled for every caller."""
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, nested):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """"" for an undecorated def, "classmethod" or "staticmethod" for one with that decorator alone, None
+    for any other (its decorator would not apply to the compiled copy)."""
+    if not fn.decorator_list:
+        return ""
+    [d] = fn.decorator_list if len(fn.decorator_list) == 1 else [None]
+    return d.id if isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") else None
 
 
 class CythonProposer(Proposer):
@@ -723,16 +802,17 @@ class CythonProposer(Proposer):
             return self.stacked(ctx)
         t = ctx.target
         typed = declarations(t, ctx)
-        calls: list[Callee] = [(name, text, {}) for name, text in callees(t)]
+        tree = callee_tree(t)
+        calls: list[Callee] = [(name, text, {}) for name, text, _ in tree]
         variants: list[tuple[dict[str, str], list[Callee]]] = [({}, [])]
         if typed:
             variants.append((typed, []))
         if calls:
             variants.append(({}, calls))
-        # Only the module's functions are typed: their compiled copies serve the target's calls alone,
-        # where a method's takes its place in the class for every caller, whose types no trace saw.
-        typed_calls = [(name, text, {} if name.startswith("self.") else callee_declarations(t, text, ctx))
-                       for name, text, _ in calls]
+        # Only what the target's calls alone reach is typed (the module's functions it calls, not through
+        # a method): a method's compiled copy takes its place in its class for every caller, whose types
+        # no trace saw, and so do the functions it calls.
+        typed_calls = [(name, text, callee_declarations(t, text, ctx) if alone else {}) for name, text, alone in tree]
         if typed_calls and (typed or any(types for _, _, types in typed_calls)):
             variants.append((typed, typed_calls))
         out, errors, tried = [], [], set()
@@ -848,19 +928,24 @@ def _with_positions(fn: ast.FunctionDef | ast.AsyncFunctionDef,
 
 def _approach(types: dict[str, str], calls: list[Callee]) -> str:
     said = "compiled with Cython" + (" with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
-    functions, methods = ([name for name, _, _ in part] for part in _split(calls))
+    functions, methods, others = ([name for name, _, _ in part] for part in _split(calls))
     if functions:
         said += f", with compiled copies of the functions it calls ({', '.join(functions)}) for its own calls"
     if methods:
         said += f", {'and ' if functions else 'with '}the methods it calls ({', '.join(methods)}) compiled in their class"
+    if others:
+        classes = list(dict.fromkeys(name.split(".")[0] for name in others))
+        said += (f", {'and ' if functions or methods else 'with '}the methods of the classes it uses "
+                 f"({', '.join(classes)}) compiled in their classes")
     if any(ty for _, _, ty in calls):
         said += ", typed from their calls"
     return said + "; needs Cython and a C compiler where it runs (plain Python without them)"
 
 
-def _split(calls: list[Callee]) -> tuple[list[Callee], list[Callee]]:
-    """Callees as the module's functions and the class's methods."""
-    return [c for c in calls if not c[0].startswith("self.")], [c for c in calls if c[0].startswith("self.")]
+def _split(calls: list[Callee]) -> tuple[list[Callee], list[Callee], list[Callee]]:
+    """Callees as the module's functions, the target's class's methods and the other classes' methods."""
+    return ([c for c in calls if "." not in c[0]], [c for c in calls if c[0].startswith("self.")],
+            [c for c in calls if "." in c[0] and not c[0].startswith("self.")])
 
 
 def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) -> str:
@@ -878,10 +963,13 @@ _UNASSIGNED = re.compile(r"local variable '(\w+)' (?:might be )?referenced befor
 
 def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None) -> tuple[str | None, set[str]]:
     """Cython on the source the decorator would compile for the target (_cython_checked)."""
-    functions, methods = _split(calls or [])
+    functions, methods, others = _split(calls or [])
+    classes: dict[str, list[tuple[str, dict[str, str]]]] = {}
+    for name, text, ty in others:
+        classes.setdefault(name.split(".")[0], []).append((text, ty))
     return _cython_checked(_helper().source(t.function_source, t.qualname, types,
                                             [(text, ty) for _, text, ty in functions],
-                                            [(text, ty) for _, text, ty in methods]))
+                                            [(text, ty) for _, text, ty in methods], list(classes.items())))
 
 
 def _cython_checked(source: str) -> tuple[str | None, set[str]]:

@@ -203,7 +203,7 @@ class MypycProposer(Proposer):
         if ctx.round != 1 or self.skip(ctx):
             return []
         t = ctx.target
-        calls = callees(t)  # a function's: the module's functions it calls
+        calls = callees(t, classes=False)  # a function's: the module's functions it calls
         out, errors, tried = [], [], set()
         variants: list[list[tuple[str, str]]] = [[], calls] if calls else [[]]
         for with_calls in variants:

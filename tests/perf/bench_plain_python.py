@@ -18,10 +18,8 @@ speedup, candidates per verdict, and the workloads whose output the winners chan
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "corpus"))
-from corpus import Library, bench_arguments, captured, libraries, redline
+from corpus import Library, alternate, bench_arguments, captured, libraries, redline
 from redline.evaluator.target import Target, TargetError, apply_candidate, locate
 
 
@@ -45,30 +43,9 @@ def with_winners(lib: Library, work: Path, winners: list[tuple[str, str]], scale
             target.file.write_text(apply_candidate(target, code))
         except TargetError as exc:
             return f"workload not run: the winner for {spec} cannot be written in ({exc})"
-    n = str(max(1, int(lib.scale * scale)))
-    # Both sides with their bytecode cached, as an installed program runs (this machine's environment
-    # sets PYTHONDONTWRITEBYTECODE, which would compile every module on every run).
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"REDLINE_CYTHON_CACHE": str(cache)}
-
-    def run(where: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-        t = time.perf_counter()
-        done = subprocess.run([sys.executable, "work.py", n], cwd=where, env=env, capture_output=True, text=True)
-        return time.perf_counter() - t, done
-
-    run(work)  # writes its bytecode
-    first = run(applied)[1]  # and builds what the winners compile
-    fell_back = "runs as plain Python" in first.stderr
-    times: dict[Path, list[float]] = {work: [], applied: []}
-    outputs: dict[Path, str] = {}
-    for _ in range(5):
-        for where in (work, applied):
-            took, done = run(where)
-            times[where].append(took)
-            outputs[where] = done.stdout if done.returncode == 0 else f"exit {done.returncode}: {done.stderr[-300:]}"
-    plain, fast = statistics.median(times[work]), statistics.median(times[applied])
-    same = "outputs identical" if outputs[work] == outputs[applied] else "OUTPUTS DIFFER"
-    return (f"workload with {len(winners)} winner(s) applied: {same}, {plain:.2f} s -> {fast:.2f} s "
-            f"({plain / fast:.2f}x)" + ("; a compiled winner fell back to plain Python" if fell_back else ""))
+    line, fell_back, _ = alternate(lib, work, applied, scale, {"REDLINE_CYTHON_CACHE": str(cache)})
+    return (f"workload with {len(winners)} winner(s) applied: {line}"
+            + ("; a compiled winner fell back to plain Python" if fell_back else ""))
 
 
 def main() -> None:

@@ -104,6 +104,35 @@ class Tokeniser:
         self.__words += 1
 
 
+class Cursor:
+    """A position in a text: made and read by `words_of`, which uses the class by name."""
+
+    def __init__(self, text):
+        self.text = text
+        self.pos = 0
+
+    @classmethod
+    def over(cls, text):
+        return cls(text)
+
+    def word(self):
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos].isalnum():
+            self.pos += 1
+        end = self.pos
+        while self.pos < len(self.text) and not self.text[self.pos].isalnum():
+            self.pos += 1
+        return self.text[start:end]
+
+
+def words_of(text):
+    cursor = Cursor.over(text)
+    out = []
+    while cursor.pos < len(cursor.text):
+        out.append(cursor.word())
+    return out
+
+
 class Tally(list):
     """Words kept as they are added; `append` counts what others append, `add` counts its own."""
 
@@ -157,6 +186,10 @@ def make_split_inputs(seed):
     rnd = random.Random(seed)
     text = " ".join("".join(rnd.choice("abcdefg1,.") for _ in range(rnd.randint(1, 9))) for _ in range(800))
     return Tokeniser(), text
+
+
+def make_words_of_inputs(seed):
+    return make_split_inputs(seed)[1:]
 
 
 def make_emit_inputs(seed):
