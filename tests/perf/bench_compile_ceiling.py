@@ -9,7 +9,7 @@ workload profiled with py-spy; every module of its own code holding a function w
 of the samples (its own time; default 1%) compiled whole with Cython (as the compile proposers do:
 binding functions, annotations read as Python reads them) and built with the C compiler beside its
 source, where Python's import takes the extension first. A module Cython rejects, or whose compiled
-copy alone changes the workload's output, stays plain and is named. Then the workload runs plain and
+copy alone makes the workload fail or print something else, stays plain and is named with the reason. Then the workload runs plain and
 with the compiled modules, alternating five times: its output compared, its median wall time as a ratio.
 """
 
@@ -65,9 +65,9 @@ def one(lib: Library, root: Path, share: float, scale: float) -> tuple[str, floa
     kept, left = [], []
     for rel in hot_modules(lib, work, share):
         why = build(compiled / rel)
-        if why is None and not same_output(lib, work, compiled, rel, scale):
-            why = "its compiled copy changes the workload's output"
-            (compiled / rel).with_suffix(sysconfig.get_config_var("EXT_SUFFIX")).unlink()
+        why = why or differs(lib, work, compiled, rel, scale)
+        if why and (so := (compiled / rel).with_suffix(sysconfig.get_config_var("EXT_SUFFIX"))).exists():
+            so.unlink()
         (kept if why is None else left).append(rel if why is None else f"{rel} ({why})")
     line = f"{lib.name}: {len(kept)} module(s) compiled ({', '.join(kept) or 'none'})"
     if left:
@@ -78,9 +78,9 @@ def one(lib: Library, root: Path, share: float, scale: float) -> tuple[str, floa
     return f"{line}\n  workload: {figures}", ratio if figures.startswith("outputs identical") else None
 
 
-def same_output(lib: Library, work: Path, compiled: Path, rel: str, scale: float) -> bool:
-    """Whether the workload prints the same with `rel` compiled alone (the extensions built for other
-    modules set aside for this run)."""
+def differs(lib: Library, work: Path, compiled: Path, rel: str, scale: float) -> str | None:
+    """How the workload goes wrong with `rel` compiled alone (the extensions built for other modules set
+    aside for this run), or None where it prints what it prints plain."""
     others = [p for p in compiled.rglob("*" + sysconfig.get_config_var("EXT_SUFFIX"))
               if p.with_suffix("").with_suffix(".py") != compiled / rel]
     for p in others:
@@ -93,7 +93,9 @@ def same_output(lib: Library, work: Path, compiled: Path, rel: str, scale: float
         for p in others:
             p.with_name(p.name + ".off").rename(p)
     plain, fast = runs
-    return plain.returncode == 0 and fast.returncode == 0 and plain.stdout == fast.stdout
+    if fast.returncode != 0:
+        return "the workload fails with it compiled: " + (fast.stderr.strip().splitlines() or ["?"])[-1][:160]
+    return None if plain.stdout == fast.stdout else "its compiled copy changes the workload's output"
 
 
 def main() -> None:
