@@ -207,7 +207,7 @@ class _RedlineCython(functools.partial):
                 classes.setdefault(where, []).append((text(value), types))
         return self.source(inspect.getsource(fn), fn.__qualname__, self.types,
                            [(text(f), t) for _, f, where, t in called if not where],
-                           [(text(f), t) for _, f, where, t in called if where and where == owner],
+                           [(text(f), t) for _, f, where, t in called if owner and where == owner],
                            list(classes.items())), None
 
     def built(self, fn, called, cache):
@@ -274,7 +274,7 @@ class _RedlineCython(functools.partial):
                 vars(module)[where] = fn.__globals__[where]  # its references to the classes: the real ones
             for copy, original, where, name in copies:
                 self.named(getattr(copy, "__func__", copy), getattr(original, "__func__", original))
-                holder = cls if where == owner else fn.__globals__[where] if where else None
+                holder = fn.__globals__[where] if where else None
                 if holder is not None and vars(holder).get(name) is original:
                     setattr(holder, name, copy)
             self.named(compiled, fn)
@@ -778,8 +778,10 @@ def _kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     for any other (its decorator would not apply to the compiled copy)."""
     if not fn.decorator_list:
         return ""
-    [d] = fn.decorator_list if len(fn.decorator_list) == 1 else [None]
-    return d.id if isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") else None
+    d = fn.decorator_list[0]
+    if len(fn.decorator_list) == 1 and isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod"):
+        return d.id
+    return None
 
 
 class CythonProposer(Proposer):

@@ -16,6 +16,7 @@ with the compiled modules, alternating five times: its output compared, its medi
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -48,7 +49,8 @@ def build(module: Path) -> str | None:
         lines = [line for line in (done.stderr or done.stdout).splitlines() if ".py:" in line]
         return "Cython: " + (lines[0].split(": ", 1)[-1] if lines else "failed")
     so = module.with_suffix(sysconfig.get_config_var("EXT_SUFFIX"))
-    cc = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-I" + sysconfig.get_paths()["include"],
+    cc = subprocess.run([*(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split(), "-shared", "-fPIC",
+                         "-O2", "-I" + sysconfig.get_paths()["include"],
                          str(module.with_suffix(".c")), "-o", str(so)], capture_output=True, text=True)
     module.with_suffix(".c").unlink()
     return None if cc.returncode == 0 else f"C compiler: {cc.stderr.strip().splitlines()[-1:]}"
@@ -62,10 +64,12 @@ def one(lib: Library, root: Path, share: float, scale: float) -> tuple[str, floa
         return f"{lib.name}: the profile failed", None
     compiled = work.parent / (work.name + "-compiled")
     shutil.copytree(work, compiled, ignore=shutil.ignore_patterns(".redline", "__pycache__"))
-    kept, left = [], []
+    kept: list[str] = []
+    left: list[str] = []
+    printed = subprocess.run([sys.executable, "work.py", n], cwd=work, capture_output=True, text=True).stdout
     for rel in hot_modules(lib, work, share):
         why = build(compiled / rel)
-        why = why or differs(lib, work, compiled, rel, scale)
+        why = why or differs(compiled, rel, n, printed)
         if why and (so := (compiled / rel).with_suffix(sysconfig.get_config_var("EXT_SUFFIX"))).exists():
             so.unlink()
         (kept if why is None else left).append(rel if why is None else f"{rel} ({why})")
@@ -78,24 +82,21 @@ def one(lib: Library, root: Path, share: float, scale: float) -> tuple[str, floa
     return f"{line}\n  workload: {figures}", ratio if figures.startswith("outputs identical") else None
 
 
-def differs(lib: Library, work: Path, compiled: Path, rel: str, scale: float) -> str | None:
+def differs(compiled: Path, rel: str, n: str, printed: str) -> str | None:
     """How the workload goes wrong with `rel` compiled alone (the extensions built for other modules set
-    aside for this run), or None where it prints what it prints plain."""
+    aside for this run), or None where it prints what it prints plain (`printed`)."""
     others = [p for p in compiled.rglob("*" + sysconfig.get_config_var("EXT_SUFFIX"))
               if p.with_suffix("").with_suffix(".py") != compiled / rel]
     for p in others:
         p.rename(p.with_name(p.name + ".off"))
     try:
-        n = str(max(1, int(lib.scale * scale)))
-        runs = [subprocess.run([sys.executable, "work.py", n], cwd=where, capture_output=True, text=True)
-                for where in (work, compiled)]
+        fast = subprocess.run([sys.executable, "work.py", n], cwd=compiled, capture_output=True, text=True)
     finally:
         for p in others:
             p.with_name(p.name + ".off").rename(p)
-    plain, fast = runs
     if fast.returncode != 0:
         return "the workload fails with it compiled: " + (fast.stderr.strip().splitlines() or ["?"])[-1][:160]
-    return None if plain.stdout == fast.stdout else "its compiled copy changes the workload's output"
+    return None if fast.stdout == printed else "its compiled copy changes the workload's output"
 
 
 def main() -> None:
