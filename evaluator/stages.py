@@ -158,23 +158,22 @@ class Stages:
 
     def _first_seen_of(self, timing: Timing, seen: Verdict, first: FirstSeen,
                        pair: Pair, cands: list[Channel]) -> FirstSeen:
-        """The first-seen timing to judge by. One that would lower the verdict (FirstSeen.lowers) is taken
-        again in a fresh pair of workers, since single calls on a busy machine can be slow by chance,
-        and the higher of the two counts; the candidate `remembers` results only where both say so (see
-        worth_a_second_look: only a win on repeated calls is judged so)."""
-        if not worth_a_second_look(seen, first):
+        """The first-seen timing to judge by: for a win on repeated calls (worth_a_second_look), the same
+        calls timed again in a fresh pair of workers and each call's faster time on each side; the
+        candidate `remembers` results where that says so."""
+        if not worth_a_second_look(seen):
             return first
         cand, ref = pair(True)  # on a build of its own: nothing the first pair's calls left in one
         cands.append(cand)
         self._load(cand, ref)
-        again = self._first_seen(timing, cand, ref)
-        if first.remembers(seen) and again.remembers(seen):
-            raise remembered(seen, [first, again])
-        return max(first, again, key=lambda f: f.speedup[0])
+        both = first.fastest(self._first_seen(timing, cand, ref, first))
+        if both.remembers(seen):
+            raise remembered(seen, both)
+        return both
 
-    def _first_seen(self, timing: Timing, cand: Channel, ref: Channel) -> FirstSeen:
+    def _first_seen(self, timing: Timing, cand: Channel, ref: Channel, like: FirstSeen | None = None) -> FirstSeen:
         try:
-            return timing.first_seen(cand, ref)
+            return timing.first_seen(cand, ref, like)
         except Rejected as rej:
             if rej.status == "crashed":  # the gate says precisely where the candidate goes wrong
                 at("gate", self.gate.check, cand, ref)

@@ -41,22 +41,34 @@ _rng = random.SystemRandom()
 
 @dataclass
 class FirstSeen:
-    """Captured calls timed once each on both sides before either had run them (see first_seen)."""
+    """Captured calls timed once each on both sides before either had run them (see first_seen): `fresh`
+    the keys of the timed calls, in the order timed, after each side was warmed up on `warm`."""
 
     ref: list[float]
     cand: list[float]
     weights: list[float]
+    warm: list[int] = field(default_factory=list)
+    fresh: list[int] = field(default_factory=list)
+    pairs: int = 1  # pairs of fresh workers whose timings of these calls this holds (see fastest)
 
     @functools.cached_property
     def speedup(self) -> tuple[float, tuple[float, float]]:
         """The weighted ratio of total times and its bootstrap interval over the calls."""
         return total_ratio_ci(self.ref, self.cand, self.weights)
 
+    def fastest(self, other: FirstSeen) -> FirstSeen:
+        """The same calls timed first-seen in another pair of fresh workers: each call's faster time on each
+        side. A single call is slowed by chance (a stall of the process, a burst of load) in one process,
+        not in both, and one slowed reference call can lift a total ratio of calls of microseconds tenfold;
+        the faster of two first-seen timings of a call is still first-seen, on either side."""
+        if (other.warm, other.fresh) != (self.warm, self.fresh):
+            raise ValueError("first-seen timings of different calls")
+        return replace(self, ref=list(map(min, self.ref, other.ref)), cand=list(map(min, self.cand, other.cand)),
+                       pairs=self.pairs + other.pairs)
+
     def lowers(self, seen: Verdict, margin: float = 1.0) -> bool:
         """Significantly slower than the repeated rounds `seen`: the first-seen interval lies wholly below
-        theirs (below 1/`margin` of their lower bound). Single calls on a busy machine can be slow by
-        chance, so a pair whose figure lowers the verdict is measured again in a fresh pair and the higher
-        figure counts (Evaluator._first_seen_of)."""
+        theirs (below 1/`margin` of their lower bound)."""
         return self.speedup[1][1] * margin < seen.measured.speedup_ci95[0]
 
     def remembers(self, seen: Verdict) -> bool:
@@ -133,13 +145,13 @@ class Timing:
         so does the reference), are then judged by the repeated rounds alone."""
         return self.plan.captured and not (self.trusted and self.plan.few_distinct_calls())
 
-    def first_seen(self, cand: Channel, ref: Channel) -> FirstSeen:
+    def first_seen(self, cand: Channel, ref: Channel, like: FirstSeen | None = None) -> FirstSeen:
         """Captured calls repeat, so a candidate could remember results by its arguments. Before it has
         seen them all (before the gate), each side is warmed up on part of the calls and then timed
         once on each call of the rest, which neither process has run, in short batches that alternate
         between the sides (a burst of load on the machine falls on both); with_first_seen sets that
-        speedup against the repeated calls'."""
-        warm, fresh = self.plan.first_seen_split()
+        speedup against the repeated calls'. `like`: the calls another pair was warmed up and timed on."""
+        warm, fresh = (like.warm, like.fresh) if like is not None else self.plan.first_seen_split()
         for ch in (cand, ref):
             if warm:
                 self.batch(ch, warm, [])
@@ -147,7 +159,7 @@ class Timing:
         for i in range(0, len(fresh), FIRST_SEEN_CHUNK):
             for ch in (cand, ref) if i % (2 * FIRST_SEEN_CHUNK) == 0 else (ref, cand):
                 times[ch.who] += self.batch(ch, fresh[i:i + FIRST_SEEN_CHUNK], []).times
-        return FirstSeen(times[ref.who], times[cand.who], [self.plan.weight(k) for k in fresh])
+        return FirstSeen(times[ref.who], times[cand.who], [self.plan.weight(k) for k in fresh], warm, fresh)
 
     def measure(self, cand: Channel, ref: Channel, gpu_info: dict[str, Any] | None) -> Verdict:
         """Warm up both sides, time interleaved rounds until the budget or a settled interval, and decide."""
@@ -346,21 +358,22 @@ def with_first_seen(seen: Verdict, first: FirstSeen, settings: EvalSettings) -> 
     return judged(m, f"; {speedup:.2f}x on first-seen calls, not significantly lower", settings)
 
 
-def worth_a_second_look(seen: Verdict, first: FirstSeen) -> bool:
-    """Whether a first-seen timing can change the verdict, and so is measured again in a fresh pair:
-    only where the repeated rounds found a win and the first-seen calls lie significantly below it. A
-    candidate that is not faster on repeated calls (an identical copy) has nothing to remember, and
-    its `not_faster` stands however its single first-seen calls fell."""
-    return seen.status == "ok" and first.lowers(seen)
+def worth_a_second_look(seen: Verdict) -> bool:
+    """Whether the first-seen calls are timed again in a second pair of fresh workers: wherever the repeated
+    rounds found a win, so that a call slowed by chance in one pair decides neither the figure nor
+    whether the candidate remembers (FirstSeen.fastest). A candidate that is not faster on repeated calls
+    (an identical copy) has nothing to remember, and its `not_faster` stands however its single
+    first-seen calls fell."""
+    return seen.status == "ok"
 
 
-def remembered(seen: Verdict, firsts: Sequence[FirstSeen]) -> Rejected:
-    """The rejection of a candidate that `remembers` in every pair of workers that timed calls first seen."""
-    figures = " and ".join(f"{f.speedup[0]:.2f}x (95% CI {f.speedup[1][0]:.2f}-{f.speedup[1][1]:.2f})"
-                           for f in firsts)
+def remembered(seen: Verdict, first: FirstSeen) -> Rejected:
+    """The rejection of a candidate that `remembers`: `first` its calls' fastest first-seen times."""
+    speedup, (lo, hi) = first.speedup
     return Rejected("rejected_exploit", f"{seen.measured.speedup:.2f}x on captured calls it had run before but "
-                    f"{figures} on calls it had not, in {len(firsts)} pairs of fresh workers: it remembers "
-                    "results by their arguments (captured inputs repeat)", stage="first_seen")
+                    f"{speedup:.2f}x (95% CI {lo:.2f}-{hi:.2f}) on calls it had not (each call's faster time in "
+                    f"{first.pairs} pairs of fresh workers): it remembers results by their arguments (captured "
+                    "inputs repeat)", stage="first_seen")
 
 
 def needs_pairs(seen: Verdict, verdict: Verdict, settings: EvalSettings) -> bool:
@@ -391,13 +404,13 @@ def across_pairs(pairs: list[Verdict], settings: EvalSettings) -> Verdict | None
     if not won and hi >= 1 + settings.threshold and len(speedups) < PAIRS_MOST:
         return None
     # The call times (and device figures) of the pair nearest the mean, as it measured them; the first
-    # pair's first-seen figure (only it times first-seen calls).
+    # pair's first-seen figure (later pairs time repeated calls only).
     nearest = min((v.measured for v in pairs), key=lambda t: abs(math.log(t.speedup / speedup)))
     m = replace(nearest, speedup=speedup, speedup_ci95=(lo, hi), pair_speedups=speedups,
                 first_seen_speedup=pairs[0].measured.first_seen_speedup)
     each = ", ".join(f"{x:.2f}x" for x in speedups)
     if m.first_seen_speedup is not None:
-        each += f"; {m.first_seen_speedup:.2f}x on first-seen calls in the first"
+        each += f"; {m.first_seen_speedup:.2f}x on first-seen calls"
     if won:
         return Verdict("ok", f"{speedup:.2f}x faster (95% CI {lo:.2f}-{hi:.2f} across {len(speedups)} pairs of fresh "
                        f"workers: {each})", m)
