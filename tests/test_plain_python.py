@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import redline
 from redline.evaluator.proposers import Context
-from redline.evaluator.proposers.compiled import CythonProposer, callee_tree, callees
+from redline.evaluator.proposers.compiled import CythonProposer, _direct, callee_tree, callees
 from redline.evaluator.proposers.rewrites import REWRITES, rewrites
 from redline.evaluator.target import Target, apply_candidate, load_target, locate
 
@@ -321,7 +321,7 @@ def test_what_a_compiled_function_calls_is_compiled_with_it(tmp_path: Path, qual
                       "--inputs", f"plain_checksum.py::{inputs}")
     (cand,) = [c for c in compiled_candidates(doc) if c["approach"].startswith("compiled with Cython, with ")]
     assert cand["status"] in ("ok", "not_faster"), cand["reason"]
-    named, said = {"checksum": ("'weigh'", "calls (weigh)"), "Tokeniser.split": ("'self.__emit'", "calls (self.__emit)"),
+    named, said = {"checksum": ("'direct weigh'", "calls (weigh) for its own calls (weigh as C calls)"), "Tokeniser.split": ("'self.__emit'", "calls (self.__emit)"),
                    "words_of": ("'Cursor.__init__', 'Cursor.over', 'Cursor.word'", "classes it uses (Cursor)")}[qualname]
     assert said in cand["approach"] and f"@_RedlineCython({named})" in cand["code"]
     target = locate_target(tmp_path / "work" / "plain_checksum.py", qualname)
@@ -416,9 +416,45 @@ def test_the_functions_compiled_with_a_target_are_those_whose_copy_behaves_as_th
                                                            ("helper", False)]
     assert found[1][1].startswith("    @classmethod\n    def make(cls, x):")
     assert callees(target_in(tmp_path, source, "g"), classes=False) == []
+    # methods the target's calls ran through attributes it names no class for (the trace's def lines):
+    # after what the code names, and still no property nor generator
+    lines = textwrap.dedent(source).splitlines()
+    ran = {lines.index(line) + 1 for line in ("    def last(self, x):", "    @property", "    def each(self):",
+                                              "    def down(self, x):")}
+    assert [name for name, _, _ in callee_tree(target_in(tmp_path, source, "f"), reached=ran)] == [
+        "plain", "helper", "A.last", "A.down"]
+    assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"))] == [
+        name for name, _, _ in callee_tree(target_in(tmp_path, source, "A.m"), reached=ran)]  # all named already
     found = callees(target_in(tmp_path, source, "A.m"))
     assert [name for name, _ in found] == ["self.step", "self.down", "plain", "self.last", "helper"]
     assert [name for name, _ in callees(target_in(tmp_path, source, "A.m"), limit=2)] == ["self.step", "self.down"]
+
+
+def test_the_functions_a_compiled_target_calls_as_c_functions_behave_as_python_calls_do(tmp_path: Path) -> None:
+    """A C call skips the global lookup and argument parsing, and Python's recursion limit: only functions
+    that are never passed around as values, called with `*` or `**`, made into closures, or reached again
+    through one another are called so (a deep recursion of C calls would overflow the C stack where
+    Python raises RecursionError)."""
+    source = """
+        def f(xs, key):
+            out = [leaf(x) + spread(*x) + scale(x, k=2) + named(**key) + deep(x) + ping(x) for x in xs]
+            return sorted(out, key=passed) + [keyed(x, k=1) + passed(x) for x in xs] + [lazy(x) for x in xs]
+        def leaf(x): return x
+        def spread(*x): return x
+        def scale(x, k): return x * k
+        def named(a): return a
+        def deep(x): return deep(x - 1) if x else leaf(x)
+        def ping(x): return pong(x) if x else 0
+        def pong(x): return ping(x - 1)
+        def passed(x): return x
+        def keyed(x, *, k): return x + k
+        def lazy(x): return sum(y for y in x)
+    """
+    t = target_in(tmp_path, source, "f")
+    tree = callee_tree(t)
+    assert {name for name, _, _ in tree} == {"leaf", "spread", "scale", "named", "deep", "ping", "pong", "passed",
+                                             "keyed", "lazy"}
+    assert _direct(t, [(name, text, {}) for name, text, _ in tree]) == {"leaf", "scale", "keyed"}
 
 
 @pytest.mark.slow

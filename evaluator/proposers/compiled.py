@@ -28,7 +28,7 @@ import sys
 import sysconfig
 import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ..target import Target
@@ -39,10 +39,11 @@ import functools
 
 
 class _RedlineCython(functools.partial):
-    """`@_RedlineCython("helper", "self.method(i=Py_ssize_t)", "Other.method", arg="double", ...)`: the
-    function below compiled with Cython when first used, with those C types for its variables, and built
-    once into $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names are
-    compiled with it (with the types named after them), for its own calls to them; the methods it names
+    """`@_RedlineCython("helper", "direct other(i=Py_ssize_t)", "self.method", "Other.method", arg="double")`:
+    the function below compiled with Cython when first used, with those C types for its variables, and
+    built once into $REDLINE_CYTHON_CACHE (default ~/.cache/redline-cython). The module functions it names
+    are compiled with it (with the types named after them), for its own calls to them (C calls to those
+    named `direct`, which it never passes around as values nor reaches again through them); the methods it names
     of its class (`self.name`) and of the module's other classes (`Other.name`) are compiled and take
     their place in their class. Needs Cython and a C compiler where it runs; without them it all runs as
     plain Python. Added by redline, which verified the compiled function on its calls."""
@@ -92,19 +93,21 @@ class _RedlineCython(functools.partial):
     @staticmethod
     def source(text, qualname, types, functions=(), methods=(), classes=()):
         """What Cython compiles: the def without decorators, typed, inside a class like its owner's with
-        the methods it calls; the module functions it calls above it (all as their own source, each a
-        (source, types) pair); the other classes' methods it names in classes like theirs (classes:
-        (class name, [(source, types), ...]) pairs; a class or static method keeps that decorator)."""
+        the methods it calls; the module functions it calls above it (all as their own source, methods
+        as (source, types) pairs, functions as (source, types, direct)); the other classes' methods it
+        names in classes like theirs (classes: (class name, [(source, types), ...]) pairs; a class or
+        static method keeps that decorator)."""
         import textwrap
 
-        def bare(text, types):
+        def bare(text, types, direct=False):
             lines = textwrap.dedent(text).splitlines(keepends=True)
             kind = ""
             while lines and not lines[0].lstrip().startswith(("def ", "async def ")):
                 line = lines.pop(0).strip()
                 kind = line if line in ("@classmethod", "@staticmethod") else kind
             typed = ", ".join(f"{k}=cython.{v}" for k, v in sorted(types.items()))
-            return (f"{kind}\\n" if kind else "") + (f"@cython.locals({typed})\\n" if types else "") + "".join(lines)
+            return (f"{kind}\\n" if kind else "") + ("@cython.ccall\\n" if direct else "") \\
+                + (f"@cython.locals({typed})\\n" if types else "") + "".join(lines)
 
         def members(owner, defs):
             return "".join(bare(_RedlineCython.supers(bare(m, {}), owner), t) + "\\n" for m, t in defs)
@@ -115,8 +118,9 @@ class _RedlineCython(functools.partial):
             body = f"class {owner}:\\n" + textwrap.indent(body + "\\n" + members(owner, methods), "    ")
         others = "".join(f"class {name}:\\n" + textwrap.indent(members(name, defs), "    ") + "\\n\\n"
                          for name, defs in classes)
-        typed = types or any(t for _, t in [*functions, *methods, *(d for _, defs in classes for d in defs)])
-        return ("import cython\\n\\n" if typed else "") + "".join(bare(f, t) + "\\n\\n" for f, t in functions) \\
+        typed = types or any(f[1] or f[2] for f in functions) \\
+            or any(t for _, t in [*methods, *(d for _, defs in classes for d in defs)])
+        return ("import cython\\n\\n" if typed else "") + "".join(bare(*f) + "\\n\\n" for f in functions) \\
             + others + body
 
     @staticmethod
@@ -146,8 +150,9 @@ class _RedlineCython(functools.partial):
 
     def called(self, fn, cls):
         """The functions named in the decorator, as (stored name, what its class or the module holds, the
-        class's name or "" for a module function, its types): each only where it is still the module's
-        own plain function (or a class or static method of one), whose source is what gets compiled."""
+        class's name or "" for a module function, its types, whether it is called directly): each only
+        where it is still the module's own plain function (or a class or static method of one), whose
+        source is what gets compiled."""
         if not self.calls:
             return []
         import inspect
@@ -156,7 +161,8 @@ class _RedlineCython(functools.partial):
         home = {fn.__module__, getattr(fn.__globals__.get("__spec__"), "name", None)}
         found = []
         for named in self.calls:
-            call, _, typed = named.rstrip(")").partition("(")
+            direct = named.startswith("direct ")
+            call, _, typed = named.removeprefix("direct ").rstrip(")").partition("(")
             types = dict(part.split("=") for part in typed.split(", ") if part)
             where, _, name = call.rpartition(".")
             if where == "self":
@@ -169,7 +175,7 @@ class _RedlineCython(functools.partial):
             value = vars(holder).get(name) if holder is not None else fn.__globals__.get(name)
             plain = value.__func__ if where and isinstance(value, (classmethod, staticmethod)) else value
             if inspect.isfunction(plain) and plain.__module__ in home and not hasattr(plain, "__wrapped__"):
-                found.append((name, value, where, types))
+                found.append((name, value, where, types, direct))
         return found
 
     @classmethod
@@ -202,12 +208,12 @@ class _RedlineCython(functools.partial):
             return inspect.getsource(getattr(value, "__func__", value))
         owner = fn.__qualname__.rpartition(".")[0]
         classes = {}
-        for _, value, where, types in called:
+        for _, value, where, types, _ in called:
             if where and where != owner:
                 classes.setdefault(where, []).append((text(value), types))
         return self.source(inspect.getsource(fn), fn.__qualname__, self.types,
-                           [(text(f), t) for _, f, where, t in called if not where],
-                           [(text(f), t) for _, f, where, t in called if owner and where == owner],
+                           [(text(f), t, direct) for _, f, where, t, direct in called if not where],
+                           [(text(f), t) for _, f, where, t, _ in called if owner and where == owner],
                            list(classes.items())), None
 
     def built(self, fn, called, cache):
@@ -220,7 +226,7 @@ class _RedlineCython(functools.partial):
         from importlib.machinery import EXTENSION_SUFFIXES
         st = os.stat(fn.__code__.co_filename)
         key = (fn.__code__.co_filename, st.st_mtime_ns, st.st_size, fn.__qualname__, sorted(self.types.items()),
-               [(where, name, types) for name, _, where, types in called], sys.version, self.COMMAND)
+               [(where, name, types, direct) for name, _, where, types, direct in called], sys.version, self.COMMAND)
         index = os.path.join(cache, "index", hashlib.sha256(repr(key).encode()).hexdigest()[:32])
         try:
             with open(index) as fh:
@@ -269,8 +275,8 @@ class _RedlineCython(functools.partial):
             spec.loader.exec_module(module)
             compiled = vars(module)[owner].__dict__[self.stored(owner, fn.__name__)] if owner else vars(module)[fn.__name__]
             copies = [(vars(module)[where].__dict__[name] if where else vars(module)[name], original, where, name)
-                      for name, original, where, _ in called]
-            for where in {where for _, _, where, _ in called if where} | ({owner} - {""}):
+                      for name, original, where, _, _ in called]
+            for where in {where for _, _, where, _, _ in called if where} | ({owner} - {""}):
                 vars(module)[where] = fn.__globals__[where]  # its references to the classes: the real ones
             for copy, original, where, name in copies:
                 self.named(getattr(copy, "__func__", copy), getattr(original, "__func__", original))
@@ -713,50 +719,74 @@ def callees(t: Target, limit: int = 48, classes: bool = True) -> list[tuple[str,
     return [(name, text) for name, text, _ in callee_tree(t, limit, classes)]
 
 
-def callee_tree(t: Target, limit: int = 48, classes: bool = True) -> list[tuple[str, str, bool]]:
+def callee_tree(t: Target, limit: int = 48, classes: bool = True,
+                reached: Collection[int] = ()) -> list[tuple[str, str, bool]]:
     """callees, each with whether only the target's calls reach it: a module function reached through
-    module functions alone, never through a method, whose compiled copy takes every caller's calls."""
-    module = ast.parse(t.source)
-    lines = t.source.splitlines(keepends=True)
-    functions = _defs(module.body)
-    owner = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == t.qualname.split(".")[0]), None)
-    methods = _defs(owner.body) if owner is not None and "." in t.qualname else {}
-    others = {name: node for name, node in _classes(module.body).items() if node is not owner} if classes else {}
-    rebound = _rebound(module)
-    found: dict[str, str] = {}
-    calls: dict[str, set[str]] = {}  # who calls whom, of what is compiled
-    own = ("self." if methods else "") + t.qualname.rpartition(".")[2]
-    queue: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = [(_function(t), own)]
+    module functions alone, never through a method, whose compiled copy takes every caller's calls. With
+    `classes`, also the methods of the module's classes (the target's own among them) whose defs start on
+    a line in `reached`: those the target's calls ran (Context.callee_types), through attributes the code
+    does not name a class for (`self.info.jump(x)`, `token.close()`), after what the code names."""
+    tree = _CalleeTree(t, limit, classes)
+    tree.follow()
+    if classes and reached:
+        for prefix, defs in [("self", tree.methods), *((c, _defs(n.body)) for c, n in tree.others.items())]:
+            for method, node in defs.items():
+                start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                if start in reached and (prefix != "self" or _kind(node) == ""):
+                    tree.take(f"{prefix}.{method}", node, tree.own)
+        tree.follow()
+    shared = [name for name in tree.found if "." in name]  # what a method reaches, every caller of it reaches
+    for name in shared:
+        shared.extend(c for c in tree.calls.get(name, ()) if c in tree.found and c not in shared)
+    return [(name, text, name not in shared) for name, text in tree.found.items()]
 
-    def take(name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str) -> None:
+
+class _CalleeTree:
+    """What compiles with a target, found by following the calls its code names (see callees)."""
+
+    def __init__(self, t: Target, limit: int, classes: bool) -> None:
+        module = ast.parse(t.source)
+        self.limit, self.lines, self.rebound = limit, t.source.splitlines(keepends=True), _rebound(module)
+        self.functions = _defs(module.body)
+        owner = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == t.qualname.split(".")[0]),
+                     None)
+        self.methods = _defs(owner.body) if owner is not None and "." in t.qualname else {}
+        self.others = {name: node for name, node in _classes(module.body).items() if node is not owner} \
+            if classes else {}
+        self.found: dict[str, str] = {}
+        self.calls: dict[str, set[str]] = {}  # who calls whom, of what is compiled
+        self.own = ("self." if self.methods else "") + t.qualname.rpartition(".")[2]
+        self.queue: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]] = [(_function(t), self.own)]
+
+    def take(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str) -> None:
         kind = _kind(node)
-        calls.setdefault(caller, set()).add(name)
-        if name in found or name == own or kind is None or not _shared_defaults(node) or len(found) >= limit \
-                or _generator(node) or _not_compiled(node, rebound, "." in name and kind != "staticmethod"):
+        self.calls.setdefault(caller, set()).add(name)
+        if name in self.found or name == self.own or kind is None or not _shared_defaults(node) \
+                or len(self.found) >= self.limit or _generator(node) \
+                or _not_compiled(node, self.rebound, "." in name and kind != "staticmethod"):
             return
         start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        found[name] = "".join(lines[start - 1:node.end_lineno])
-        queue.append((node, name))
+        self.found[name] = "".join(self.lines[start - 1:node.end_lineno])
+        self.queue.append((node, name))
 
-    while queue and len(found) < limit:
-        fn, name = queue.pop(0)
+    def follow(self) -> None:
+        while self.queue and len(self.found) < self.limit:
+            self.calls_in(*self.queue.pop(0))
+
+    def calls_in(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> None:
         me = fn.args.args[0].arg if name.startswith("self.") and fn.args.args else None
         for call in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
             f = call.func
             cls = f.id if isinstance(f, ast.Name) else f.value.id if isinstance(f, ast.Attribute) and \
                 isinstance(f.value, ast.Name) and f.value.id != me else None
-            if cls in others:  # a class of the module made or called by name: its methods, all of them
-                for method, node in _defs(others[cls].body).items():
-                    take(f"{cls}.{method}", node, name)
-            elif isinstance(f, ast.Name) and f.id in functions and _kind(functions[f.id]) == "":
-                take(f.id, functions[f.id], name)
+            if cls in self.others:  # a class of the module made or called by name: its methods, all of them
+                for method, node in _defs(self.others[cls].body).items():
+                    self.take(f"{cls}.{method}", node, name)
+            elif isinstance(f, ast.Name) and f.id in self.functions and _kind(self.functions[f.id]) == "":
+                self.take(f.id, self.functions[f.id], name)
             elif isinstance(f, ast.Attribute) and me is not None and isinstance(f.value, ast.Name) \
-                    and f.value.id == me and f.attr in methods and _kind(methods[f.attr]) == "":
-                take(f"self.{f.attr}", methods[f.attr], name)
-    shared = [name for name in found if "." in name]  # what a method reaches, every caller of it reaches
-    for name in shared:
-        shared.extend(c for c in calls.get(name, ()) if c in found and c not in shared)
-    return [(name, text, name not in shared) for name, text in found.items()]
+                    and f.value.id == me and f.attr in self.methods and _kind(self.methods[f.attr]) == "":
+                self.take(f"self.{f.attr}", self.methods[f.attr], name)
 
 
 def _generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -804,7 +834,7 @@ class CythonProposer(Proposer):
             return self.stacked(ctx)
         t = ctx.target
         typed = declarations(t, ctx)
-        tree = callee_tree(t)
+        tree = callee_tree(t, reached={int(key.rpartition("@")[2]) for key in ctx.callee_types})
         calls: list[Callee] = [(name, text, {}) for name, text, _ in tree]
         variants: list[tuple[dict[str, str], list[Callee]]] = [({}, [])]
         if typed:
@@ -819,13 +849,17 @@ class CythonProposer(Proposer):
             variants.append((typed, typed_calls))
         out, errors, tried = [], [], set()
         for types, with_calls in variants:
-            error, unassigned = _cython(t, types, with_calls)
+            direct = _direct(t, with_calls)
+            error, unassigned = _cython(t, types, with_calls, direct)
+            if error and direct:  # the variant stands without its C calls
+                direct = set()
+                error, unassigned = _cython(t, types, with_calls, direct)
             if maybe := {name for name in unassigned if name in _c_typed(types, with_calls)}:
                 # A C-typed local Python may find unassigned is left to Python (it raises UnboundLocalError).
                 types = {k: v for k, v in types.items() if k not in maybe}
                 with_calls = [(n, text, {k: v for k, v in ty.items() if k not in maybe}) for n, text, ty in with_calls]
-                error = _cython(t, types, with_calls)[0]
-            named = [_named(name, ty) for name, _, ty in with_calls]
+                error = _cython(t, types, with_calls, direct)[0]
+            named = [_named(name, ty, name in direct) for name, _, ty in with_calls]
             variant = (tuple(sorted(types.items())), tuple(named))
             if variant in tried:
                 continue
@@ -833,8 +867,8 @@ class CythonProposer(Proposer):
             if error:
                 errors.append(error)
                 continue
-            out.append(Proposal(code=candidate(t, types, named),
-                                origin="builtin:cython", trusted=True, approach=_approach(types, with_calls)))
+            out.append(Proposal(code=candidate(t, types, named), origin="builtin:cython", trusted=True,
+                                approach=_approach(types, with_calls, direct)))
         if not out:
             raise NotApplicable(f"Cython does not compile it: {errors[0]}")
         return out
@@ -871,9 +905,53 @@ class CythonProposer(Proposer):
 Callee = tuple[str, str, dict[str, str]]
 
 
-def _named(name: str, types: dict[str, str]) -> str:
-    """A callee as the decorator names it: `skip_chars`, or typed `skip_chars(pos=Py_ssize_t, src=str)`."""
-    return f"{name}({', '.join(f'{k}={v}' for k, v in sorted(types.items()))})" if types else name
+def _named(name: str, types: dict[str, str], direct: bool = False) -> str:
+    """A callee as the decorator names it: `skip_chars`, typed `skip_chars(pos=Py_ssize_t, src=str)`, called
+    directly `direct skip_chars`."""
+    return ("direct " if direct else "") + (f"{name}({', '.join(f'{k}={v}' for k, v in sorted(types.items()))})"
+                                            if types else name)
+
+
+def _direct(t: Target, calls: list[Callee]) -> set[str]:
+    """The module functions among `calls` that the compiled code calls as C functions (Cython's ccall:
+    no global lookup, no argument parsing, C-typed arguments passed unboxed). Each is a plain def without
+    `*args` or `**kwargs` and without what Cython makes a closure of (a lambda, a generator expression,
+    a def or class inside it); the compiled code never reads it as a value nor calls it with `*` or `**`;
+    and it does not reach itself through such functions alone, since a C call does not count towards
+    Python's recursion limit (a deep recursion would overflow the C stack where Python raises
+    RecursionError)."""
+    trees = [_function(t), *(ast.parse(textwrap.dedent(text)).body[0] for _, text, _ in calls)]
+    defs = {name: tree for (name, _, _), tree in zip(calls, trees[1:], strict=True) if "." not in name}
+    closures = (ast.Lambda, ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Yield,
+                ast.YieldFrom, ast.Await)
+    direct = {name for name, fn in defs.items() if isinstance(fn, ast.FunctionDef) and not fn.args.vararg
+              and not fn.args.kwarg and not any(isinstance(n, closures) for n in ast.walk(fn) if n is not fn)}
+    callers: dict[str, set[str]] = {name: set() for name in direct}
+    for tree in trees:
+        calls_of = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        called = {id(n.func) for n in calls_of}
+        direct -= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+        direct -= {n.func.id for n in calls_of  # type: ignore[attr-defined]
+                   if any(isinstance(a, ast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords)}
+        if isinstance(tree, ast.FunctionDef) and tree.name in callers:
+            callers[tree.name] |= {n.func.id for n in calls_of}  # type: ignore[attr-defined]
+    while True:  # less those on a cycle of direct calls
+        looping = {name for name in direct if name in _reach(name, callers, direct)}
+        if not looping:
+            return direct
+        direct -= looping
+
+
+def _reach(start: str, calls: dict[str, set[str]], within: set[str]) -> set[str]:
+    """What `start` reaches through calls among `within`."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for name in calls.get(todo.pop(), set()) & within:
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
 
 
 def _c_typed(types: dict[str, str], calls: list[Callee]) -> set[str]:
@@ -928,11 +1006,13 @@ def _with_positions(fn: ast.FunctionDef | ast.AsyncFunctionDef,
     return characters(declared(frozenset(k for k, v in first.items() if v in _SEQUENCES)), fn)
 
 
-def _approach(types: dict[str, str], calls: list[Callee]) -> str:
+def _approach(types: dict[str, str], calls: list[Callee], direct: set[str] | None = None) -> str:
     said = "compiled with Cython" + (" with " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())) if types else "")
     functions, methods, others = ([name for name, _, _ in part] for part in _split(calls))
     if functions:
         said += f", with compiled copies of the functions it calls ({', '.join(functions)}) for its own calls"
+        if direct:
+            said += f" ({', '.join(f for f in functions if f in direct)} as C calls)"
     if methods:
         said += f", {'and ' if functions else 'with '}the methods it calls ({', '.join(methods)}) compiled in their class"
     if others:
@@ -963,14 +1043,16 @@ def candidate(t: Target, types: dict[str, str], calls: list[str] | None = None) 
 _UNASSIGNED = re.compile(r"local variable '(\w+)' (?:might be )?referenced before assignment")
 
 
-def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None) -> tuple[str | None, set[str]]:
-    """Cython on the source the decorator would compile for the target (_cython_checked)."""
+def _cython(t: Target, types: dict[str, str], calls: list[Callee] | None = None,
+            direct: set[str] | None = None) -> tuple[str | None, set[str]]:
+    """Cython on the source the decorator would compile for the target (_cython_checked), the functions
+    named in `direct` called as C functions."""
     functions, methods, others = _split(calls or [])
     classes: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for name, text, ty in others:
         classes.setdefault(name.split(".")[0], []).append((text, ty))
     return _cython_checked(_helper().source(t.function_source, t.qualname, types,
-                                            [(text, ty) for _, text, ty in functions],
+                                            [(text, ty, name in (direct or ())) for name, text, ty in functions],
                                             [(text, ty) for _, text, ty in methods], list(classes.items())))
 
 

@@ -52,7 +52,7 @@ class _RedlineMypyc(_RedlineCython):
         with open(path) as fh:
             text = fh.read()
         return (self.typed_module(text, home, path.endswith("__init__.py"), inspect.getsource(fn),
-                                  [inspect.getsource(f) for _, f, _, _ in called]), self.root(path, home))
+                                  [inspect.getsource(f) for _, f, *_ in called]), self.root(path, home))
 
     @staticmethod
     def root(path, home):
