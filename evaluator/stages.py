@@ -158,10 +158,10 @@ class Stages:
 
     def _first_seen_of(self, timing: Timing, seen: Verdict, first: FirstSeen,
                        pair: Pair, cands: list[Channel]) -> FirstSeen:
-        """The first-seen timing to judge by: for a win on repeated calls (worth_a_second_look), the same
-        calls timed again in a fresh pair of workers and each call's faster time on each side; the
-        candidate `remembers` results where that says so."""
-        if not worth_a_second_look(seen):
+        """The first-seen timing to judge by: where it may lower a win on repeated calls (worth_a_second_look),
+        the same calls timed again in a fresh pair of workers and each call's faster time on each side;
+        the candidate `remembers` results where that says so."""
+        if not worth_a_second_look(seen, first):
             return first
         cand, ref = pair(True)  # on a build of its own: nothing the first pair's calls left in one
         cands.append(cand)
