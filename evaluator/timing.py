@@ -70,7 +70,7 @@ class FirstSeen:
         """Less the `calls` calls (at most a quarter of them) whose reference-to-candidate ratio is highest:
         where a stalled reference call would be."""
         n = len(self.ref)
-        highest = sorted(range(n), key=lambda i: self.ref[i] / max(self.cand[i], 1e-12))[n - min(calls, n // 4):]
+        highest = set(sorted(range(n), key=lambda i: self.ref[i] / max(self.cand[i], 1e-12))[n - min(calls, n // 4):])
         keep = [i for i in range(n) if i not in highest]
         return FirstSeen([self.ref[i] for i in keep], [self.cand[i] for i in keep], [self.weights[i] for i in keep])
 

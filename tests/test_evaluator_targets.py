@@ -878,3 +878,24 @@ def test_a_timed_call_is_made_as_the_programs_code_makes_it() -> None:
     assert timed_call(0, ())(lambda: 7, (), {}, clock)[0] == 7
     assert timed_call(1, ())(lambda x: x, (5,), {}, clock)[0] == 5
     assert timed_call(2, ("key",)) is spelled  # made once per shape, before the timed calls
+
+
+def test_the_worker_times_its_calls_through_the_spelled_out_call() -> None:
+    """op_time, the worker's timed batch, calls the target from timed_call's function, not with `*`/`**`."""
+    import sys
+
+    from redline.evaluator.sandbox.redline_worker.timing import op_time
+
+    callers = []
+
+    def target(a: int, *, key: int) -> int:
+        callers.append(sys._getframe(1).f_code.co_filename)
+        return a + key
+
+    class Subject:  # the one method op_time asks of the worker's subject on the CPU
+        def inputs(self, seed: int) -> tuple:
+            return (seed,), {"key": 1}, target
+
+    reply = op_time(Subject(), {"seeds": [1, 2, 3], "keep": [2], "core": None, "ahead_s": None})  # type: ignore[arg-type]
+    assert reply["batch_error"] is None and len(reply["times"]) == 3 and all(t > 0 for t in reply["times"])
+    assert callers == ["<redline timed call>"] * 3 and reply["outputs"]["2"]["nodes"][0]["v"] == 4

@@ -729,11 +729,7 @@ def callee_tree(t: Target, limit: int = 48, classes: bool = True,
     tree = _CalleeTree(t, limit, classes)
     tree.follow()
     if classes and reached:
-        for prefix, defs in [("self", tree.methods), *((c, _defs(n.body)) for c, n in tree.others.items())]:
-            for method, node in defs.items():
-                start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-                if start in reached and (prefix != "self" or _kind(node) == ""):
-                    tree.take(f"{prefix}.{method}", node, tree.own)
+        tree.ran(reached)
         tree.follow()
     shared = [name for name in tree.found if "." in name]  # what a method reaches, every caller of it reaches
     for name in shared:
@@ -765,9 +761,16 @@ class _CalleeTree:
                 or len(self.found) >= self.limit or _generator(node) \
                 or _not_compiled(node, self.rebound, "." in name and kind != "staticmethod"):
             return
-        start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        self.found[name] = "".join(self.lines[start - 1:node.end_lineno])
+        self.found[name] = "".join(self.lines[_first_line(node) - 1:node.end_lineno])
         self.queue.append((node, name))
+
+    def ran(self, reached: Collection[int]) -> None:
+        """Take the methods of the target's class and of the module's other classes whose defs start on a
+        line in `reached` (only undecorated ones of the target's class, as for `self.m` calls)."""
+        for prefix, defs in [("self", self.methods), *((c, _defs(n.body)) for c, n in self.others.items())]:
+            for method, node in defs.items():
+                if _first_line(node) in reached and (prefix != "self" or _kind(node) == ""):
+                    self.take(f"{prefix}.{method}", node, self.own)
 
     def follow(self) -> None:
         while self.queue and len(self.found) < self.limit:
@@ -787,6 +790,11 @@ class _CalleeTree:
             elif isinstance(f, ast.Attribute) and me is not None and isinstance(f.value, ast.Name) \
                     and f.value.id == me and f.attr in self.methods and _kind(self.methods[f.attr]) == "":
                 self.take(f"self.{f.attr}", self.methods[f.attr], name)
+
+
+def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The line a def's source starts on: its first decorator's, as its code object's first line is."""
+    return node.decorator_list[0].lineno if node.decorator_list else node.lineno
 
 
 def _generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -848,8 +856,9 @@ class CythonProposer(Proposer):
         if typed_calls and (typed or any(types for _, _, types in typed_calls)):
             variants.append((typed, typed_calls))
         out, errors, tried = [], [], set()
+        callable_directly = _direct(t, calls)  # by the code alone, whatever a variant declares
         for types, with_calls in variants:
-            direct = _direct(t, with_calls)
+            direct = callable_directly if with_calls else set()
             error, unassigned = _cython(t, types, with_calls, direct)
             if error and direct:  # the variant stands without its C calls
                 direct = set()
@@ -935,11 +944,8 @@ def _direct(t: Target, calls: list[Callee]) -> set[str]:
                    if any(isinstance(a, ast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords)}
         if isinstance(tree, ast.FunctionDef) and tree.name in callers:
             callers[tree.name] |= {n.func.id for n in calls_of}  # type: ignore[attr-defined]
-    while True:  # less those on a cycle of direct calls
-        looping = {name for name in direct if name in _reach(name, callers, direct)}
-        if not looping:
-            return direct
-        direct -= looping
+    # less those on a cycle of direct calls (what is left has none: taking nodes away makes no cycle)
+    return direct - {name for name in direct if name in _reach(name, callers, direct)}
 
 
 def _reach(start: str, calls: dict[str, set[str]], within: set[str]) -> set[str]:
